@@ -1,0 +1,29 @@
+//! torchscan-core: the report contract of torchscan.
+//!
+//! The serde types of every report kind ([`schema`]), the generated JSON Schema, reading with
+//! JSON paths and validation of every invariant ([`read`], [`validate`]), robust statistics
+//! ([`stats`]) and the text summary ([`summary`]). Pure functions; no Python and no torch here.
+
+pub mod problem;
+pub mod read;
+pub mod schema;
+pub mod stats;
+pub mod summary;
+pub mod validate;
+
+pub use problem::Problem;
+pub use read::{parse_report, read_report};
+pub use schema::{Report, ReportKind, json_schema_text};
+pub use summary::format_summary;
+
+/// The version of this crate, written into reports as `context.torchscan_version`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Serializes a report to pretty JSON with a trailing newline: the same report always gives the
+/// same bytes.
+pub fn to_json_text(report: &Report) -> String {
+    let mut text = serde_json::to_string_pretty(report)
+        .unwrap_or_else(|error| format!("{{\"error\": \"{error}\"}}"));
+    text.push('\n');
+    text
+}

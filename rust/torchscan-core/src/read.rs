@@ -1,0 +1,296 @@
+//! Reading report JSON: dispatch on `schema_version`, then `kind`, then typed parsing with JSON paths.
+//!
+//! Non-finite numbers (`NaN`, `Infinity`, `-Infinity`, as Python's `json` writes them) are not JSON;
+//! they are read leniently here only so that each one can be reported at its path instead of failing
+//! the whole parse with a line and column.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::problem::{JsonPath, Problem};
+use crate::schema::common::READABLE_SCHEMA_VERSIONS;
+use crate::schema::{
+    AnalysisReport, BenchmarkComparisonReport, BenchmarkReport, FlopReport, OutputCheckReport,
+    PeakMemoryReport, Report, ReportDiffReport, ReportKind,
+};
+
+/// Prefix of the string a non-finite token is replaced with before parsing. It starts with a NUL
+/// character, which no report string carries.
+const NON_FINITE_MARKER: &str = "\u{0}torchscan-non-finite:";
+const NON_FINITE_TOKENS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
+
+/// Replaces bare `NaN`, `Infinity` and `-Infinity` tokens outside strings by marker strings.
+/// Returns `None` when the text has none, which is the common case.
+fn quote_non_finite_tokens(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut quoted: Option<String> = None;
+    let mut copied_up_to = 0;
+    let mut index = 0;
+    let mut in_string = false;
+    while index < bytes.len() {
+        let byte = bytes[index];
+        if in_string {
+            match byte {
+                b'\\' => index += 2,
+                b'"' => {
+                    in_string = false;
+                    index += 1;
+                }
+                _ => index += 1,
+            }
+            continue;
+        }
+        if byte == b'"' {
+            in_string = true;
+            index += 1;
+            continue;
+        }
+        let token = NON_FINITE_TOKENS
+            .into_iter()
+            .find(|token| bytes[index..].starts_with(token.as_bytes()));
+        match token {
+            Some(token) => {
+                let out = quoted.get_or_insert_with(|| String::with_capacity(text.len() + 64));
+                out.push_str(&text[copied_up_to..index]);
+                out.push_str("\"\\u0000torchscan-non-finite:");
+                out.push_str(token);
+                out.push('"');
+                index += token.len();
+                copied_up_to = index;
+            }
+            None => index += 1,
+        }
+    }
+    if let Some(out) = quoted.as_mut() {
+        out.push_str(&text[copied_up_to..]);
+    }
+    quoted
+}
+
+/// Reports every marker string left by [`quote_non_finite_tokens`] and replaces it with `0` so
+/// that the typed parse and the invariant checks can still run on the rest of the document.
+fn take_non_finite_markers(value: &mut Value, path: &mut JsonPath, problems: &mut Vec<Problem>) {
+    match value {
+        Value::String(text) => {
+            if let Some(token) = text.strip_prefix(NON_FINITE_MARKER) {
+                problems.push(Problem::new(
+                    path.to_string(),
+                    format!("non-finite number {token} is not allowed; numbers must be finite"),
+                ));
+                *value = Value::from(0);
+            }
+        }
+        Value::Array(items) => {
+            for (index, item) in items.iter_mut().enumerate() {
+                path.push_index(index);
+                take_non_finite_markers(item, path, problems);
+                path.pop();
+            }
+        }
+        Value::Object(entries) => {
+            for (key, item) in entries.iter_mut() {
+                path.push_key(key);
+                take_non_finite_markers(item, path, problems);
+                path.pop();
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+/// Parses JSON text into a value, reporting non-finite numbers by path.
+fn parse_json(text: &str) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
+    let quoted = quote_non_finite_tokens(text);
+    let source = quoted.as_deref().unwrap_or(text);
+    let mut value: Value = serde_json::from_str(source)
+        .map_err(|error| vec![Problem::new("$", format!("not valid JSON: {error}"))])?;
+    let mut problems = Vec::new();
+    if quoted.is_some() {
+        take_non_finite_markers(&mut value, &mut JsonPath::root(), &mut problems);
+    }
+    Ok((value, problems))
+}
+
+fn versions_list() -> String {
+    READABLE_SCHEMA_VERSIONS
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn kinds_list() -> String {
+    ReportKind::ALL
+        .iter()
+        .map(|kind| format!("`{}`", kind.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Reads the `schema_version` and `kind` of a parsed document, before anything else.
+fn dispatch(value: &Value) -> Result<ReportKind, Problem> {
+    let Some(object) = value.as_object() else {
+        return Err(Problem::new(
+            "$",
+            "a report must be a JSON object".to_owned(),
+        ));
+    };
+    let version = match object.get("schema_version") {
+        None => {
+            return Err(Problem::new(
+                "$.schema_version",
+                format!(
+                    "missing; every report carries its schema_version (this build reads versions: {})",
+                    versions_list()
+                ),
+            ));
+        }
+        Some(version) => version,
+    };
+    match version.as_u64() {
+        Some(number) if READABLE_SCHEMA_VERSIONS.contains(&number) => {}
+        Some(number) => {
+            return Err(Problem::new(
+                "$.schema_version",
+                format!(
+                    "unsupported schema_version {number}; this build reads versions: {}",
+                    versions_list()
+                ),
+            ));
+        }
+        None => {
+            return Err(Problem::new(
+                "$.schema_version",
+                format!(
+                    "must be a non-negative integer, found {version}; this build reads versions: {}",
+                    versions_list()
+                ),
+            ));
+        }
+    }
+    match object.get("kind") {
+        None => Err(Problem::new(
+            "$.kind",
+            format!("missing; expected one of {}", kinds_list()),
+        )),
+        Some(Value::String(tag)) => ReportKind::from_tag(tag).ok_or_else(|| {
+            Problem::new(
+                "$.kind",
+                format!(
+                    "unknown report kind `{tag}`; expected one of {}",
+                    kinds_list()
+                ),
+            )
+        }),
+        Some(other) => Err(Problem::new(
+            "$.kind",
+            format!(
+                "must be a string, found {other}; expected one of {}",
+                kinds_list()
+            ),
+        )),
+    }
+}
+
+/// Rewrites serde's messages about a named field so that the path ends at that field.
+fn field_problem(mut path: JsonPath, message: String) -> Problem {
+    for prefix in ["missing field `", "unknown field `", "duplicate field `"] {
+        if let Some(rest) = message.strip_prefix(prefix)
+            && let Some(end) = rest.find('`')
+        {
+            path.push_key(&rest[..end]);
+            break;
+        }
+    }
+    Problem::new(path.to_string(), message)
+}
+
+fn typed<T: DeserializeOwned>(value: Value) -> Result<T, Problem> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = JsonPath::from_serde(error.path());
+        field_problem(path, error.into_inner().to_string())
+    })
+}
+
+/// Parses report JSON into a typed [`Report`], checking structure only.
+///
+/// Dispatches on `schema_version` first (an unknown version is an error naming the versions this
+/// build reads), then on `kind`. Returns every non-finite number found and the first structural
+/// error, each with its JSON path.
+pub fn parse_report(text: &str) -> Result<Report, Vec<Problem>> {
+    let (value, mut problems) = parse_json(text)?;
+    let kind = match dispatch(&value) {
+        Ok(kind) => kind,
+        Err(problem) => {
+            problems.push(problem);
+            return Err(problems);
+        }
+    };
+    let report = match kind {
+        ReportKind::Analysis => typed::<AnalysisReport>(value).map(Report::Analysis),
+        ReportKind::Flops => typed::<FlopReport>(value).map(Report::Flops),
+        ReportKind::Benchmark => typed::<BenchmarkReport>(value).map(Report::Benchmark),
+        ReportKind::PeakMemory => typed::<PeakMemoryReport>(value).map(Report::PeakMemory),
+        ReportKind::OutputCheck => typed::<OutputCheckReport>(value).map(Report::OutputCheck),
+        ReportKind::BenchmarkComparison => {
+            typed::<BenchmarkComparisonReport>(value).map(Report::BenchmarkComparison)
+        }
+        ReportKind::ReportDiff => typed::<ReportDiffReport>(value).map(Report::ReportDiff),
+    };
+    match report {
+        Ok(report) if problems.is_empty() => Ok(report),
+        Ok(_) => Err(problems),
+        Err(problem) => {
+            problems.push(problem);
+            Err(problems)
+        }
+    }
+}
+
+/// Parses and validates report JSON: structure first, then every semantic invariant.
+///
+/// On failure returns every problem found, each with its JSON path. Structural errors stop the
+/// typed parse at the first one (non-finite numbers are all listed); invariant checks list all.
+pub fn read_report(text: &str) -> Result<Report, Vec<Problem>> {
+    let report = parse_report(text)?;
+    let problems = crate::validate::check_report(&report);
+    if problems.is_empty() {
+        Ok(report)
+    } else {
+        Err(problems)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn non_finite_tokens_outside_strings_are_quoted() {
+        let quoted =
+            quote_non_finite_tokens(r#"{"a": NaN, "b": "NaN", "c": [-Infinity, Infinity]}"#)
+                .expect("tokens present");
+        assert_eq!(
+            quoted,
+            r#"{"a": "\u0000torchscan-non-finite:NaN", "b": "NaN", "c": ["\u0000torchscan-non-finite:-Infinity", "\u0000torchscan-non-finite:Infinity"]}"#
+        );
+        assert!(quote_non_finite_tokens(r#"{"a": "x\"NaN", "b": -1.5}"#).is_none());
+    }
+
+    #[test]
+    fn non_finite_numbers_are_reported_by_path() {
+        let (value, problems) =
+            parse_json(r#"{"a": [1, NaN], "b": {"c": -Infinity}}"#).expect("parses leniently");
+        assert_eq!(value["a"][1], Value::from(0));
+        let paths: Vec<_> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, ["$.a[1]", "$.b.c"]);
+    }
+
+    #[test]
+    fn unknown_version_names_readable_versions() {
+        let problems = parse_report(r#"{"schema_version": 7, "kind": "analysis"}"#)
+            .expect_err("version 7 is unknown");
+        assert_eq!(problems[0].path, "$.schema_version");
+        assert!(problems[0].message.contains("this build reads versions: 1"));
+    }
+}

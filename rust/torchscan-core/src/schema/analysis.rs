@@ -1,0 +1,123 @@
+//! The `analysis` report: one evaluation forward of a model, layer by layer.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{
+    Context, Diagnostic, MetricResult, MetricStatus, NamedValueMeta, SchemaVersionV1, ValueMeta,
+};
+use super::flops::OperatorFlops;
+
+kind_tag!(AnalysisKind, "analysis");
+
+/// What an analysis computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AnalysisMode {
+    /// Shapes, parameters, storage, module estimates and operator FLOPs.
+    Full,
+    /// Shapes, parameters and storage only; estimates are unavailable (`not requested`).
+    Structure,
+}
+
+/// Model-wide totals. Storage is the size of parameters and buffers, not peak memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnalysisTotals {
+    /// Parameter elements, shared tensors counted once.
+    pub parameters: u64,
+    /// Elements of parameters that require grad.
+    pub trainable_parameters: u64,
+    /// Elements of parameters that do not require grad.
+    pub frozen_parameters: u64,
+    /// Buffer elements, shared tensors counted once.
+    pub buffers: u64,
+    /// Parameters or buffers reachable under more than one name, counted once.
+    pub shared_tensors: u64,
+    /// Bytes of parameter storage (unit `B`).
+    pub parameter_bytes: MetricResult,
+    /// Bytes of buffer storage (unit `B`).
+    pub buffer_bytes: MetricResult,
+    /// Sum of module FLOP estimates (unit `FLOPs`); never added to operator FLOPs.
+    pub module_flops: MetricResult,
+    /// Sum of module multiply-accumulate estimates (unit `MACs`).
+    pub module_macs: MetricResult,
+    /// Sum of module memory-access estimates (unit `DMAs`).
+    pub module_dmas: MetricResult,
+}
+
+/// Receptive field, effective stride and padding per spatial dimension along convolution chains.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReceptiveField {
+    /// `complete`, `partial` (lower bounds) or `unavailable`.
+    pub status: MetricStatus,
+    /// Receptive field size per spatial dimension, in input elements.
+    pub size: Option<Vec<f64>>,
+    /// Effective stride per spatial dimension.
+    pub stride: Option<Vec<f64>>,
+    /// Effective padding per spatial dimension.
+    pub padding: Option<Vec<f64>>,
+    /// Why it is partial or unavailable.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// One call of one module.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Layer {
+    /// Full module path; the empty string is the root module.
+    pub path: String,
+    /// 0 for the module's first call, 1 for its second, ...
+    pub call_index: u64,
+    /// Nesting depth: 0 for the root, otherwise the number of components of `path`.
+    pub depth: u64,
+    /// The module's class name.
+    pub type_name: String,
+    /// Positional inputs' metadata.
+    pub inputs: Vec<ValueMeta>,
+    /// Output metadata.
+    pub output: ValueMeta,
+    /// The module's own parameter elements (not its children's); counted on its first call only.
+    pub parameters: u64,
+    /// The module's own trainable parameter elements; counted on its first call only.
+    pub trainable_parameters: u64,
+    /// The module's own buffer elements; counted on its first call only.
+    pub buffers: u64,
+    /// Module FLOP estimate for this call (unit `FLOPs`).
+    pub flops: MetricResult,
+    /// Module multiply-accumulate estimate for this call (unit `MACs`).
+    pub macs: MetricResult,
+    /// Module memory-access estimate for this call (unit `DMAs`).
+    pub dmas: MetricResult,
+    /// Receptive field at this layer's output.
+    pub receptive_field: ReceptiveField,
+}
+
+/// The report of `crawl_module` and `summary`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnalysisReport {
+    /// Always 1 for this schema.
+    pub schema_version: SchemaVersionV1,
+    /// Always `analysis`.
+    pub kind: AnalysisKind,
+    /// Where and with what the report was made, including the model type and its training flag.
+    pub context: Context,
+    /// Findings for programs and people.
+    pub diagnostics: Vec<Diagnostic>,
+    /// `full` or `structure`.
+    pub mode: AnalysisMode,
+    /// Positional inputs' metadata.
+    pub inputs: Vec<ValueMeta>,
+    /// Keyword inputs' metadata.
+    #[serde(default)]
+    pub input_kwargs: Vec<NamedValueMeta>,
+    /// Model-wide totals.
+    pub totals: AnalysisTotals,
+    /// Every module call, in call order.
+    pub layers: Vec<Layer>,
+    /// Operator FLOPs of the same forward; a separate view, never added to module estimates.
+    pub operator_flops: OperatorFlops,
+}

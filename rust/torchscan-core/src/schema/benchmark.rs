@@ -1,0 +1,160 @@
+//! The `benchmark` report of `measure_workload`: timing evidence and every requested pass.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{Context, Diagnostic, MetricResult, MetricStatus, SchemaVersionV1, ValueMeta};
+use super::flops::OperatorFlops;
+
+kind_tag!(BenchmarkKind, "benchmark");
+
+/// A pass `measure_workload` can run.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum PassName {
+    /// First call, warmed latency and throughput.
+    Latency,
+    /// Operator FLOPs under a dispatch mode.
+    OperatorFlops,
+    /// PyTorch-tracked tensor memory (CPU storage tracker, or accelerator allocator peaks).
+    TensorMemory,
+    /// Peak resident set size of a fresh child process.
+    ProcessRss,
+    /// A separate profiler pass.
+    Profiler,
+}
+
+/// The workload that was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// The callable's qualified name, when it has one.
+    pub name: Option<String>,
+    /// Work units completed by one call (positive).
+    pub work_units: f64,
+    /// The name of a work unit, for example `samples`.
+    pub work_unit: String,
+    /// Metadata of the declared inputs; never their values.
+    pub inputs: Vec<ValueMeta>,
+}
+
+/// The timing budget, as used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimingSettings {
+    /// Passes that were requested.
+    pub passes: Vec<PassName>,
+    /// Blocks continue at least this long, in seconds.
+    pub min_time_s: f64,
+    /// Blocks stop after this long, in seconds, even below `min_blocks`.
+    pub max_time_s: f64,
+    /// Blocks continue until at least this many were timed.
+    pub min_blocks: u64,
+    /// Warm-up time before the first block, in seconds.
+    pub warmup_time_s: f64,
+    /// Calls per block are calibrated so timer overhead stays below this fraction of a block.
+    pub max_timer_overhead_ratio: f64,
+}
+
+/// Raw timing evidence: every statistic of the report can be recomputed from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TimingEvidence {
+    /// Duration of the first call, timed alone, in seconds.
+    pub first_call_s: f64,
+    /// Calls made during warm-up.
+    pub warmup_calls: u64,
+    /// Calls in each timed block (at least 1).
+    pub calls_per_block: u64,
+    /// Duration of each timed block, in seconds, in the order they ran (each positive).
+    pub block_durations_s: Vec<f64>,
+    /// Measured overhead of one timer read, in seconds.
+    pub timer_overhead_s: f64,
+}
+
+/// The headline metrics. Memory scopes are separate and never summed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BenchmarkMetrics {
+    /// First call, timed alone (unit `s`); includes all lazy work.
+    pub first_call: MetricResult,
+    /// Median of per-call block means (unit `s`).
+    pub latency: MetricResult,
+    /// Interquartile range of per-call block means (unit `s`).
+    pub latency_iqr: MetricResult,
+    /// Work units per second over all timed blocks (unit `<work_unit>/s`).
+    pub throughput: MetricResult,
+    /// Operator FLOPs of one call (unit `FLOPs`).
+    pub operator_flops: MetricResult,
+    /// Peak PyTorch tensor memory (unit `B`): tracked CPU tensors, or accelerator allocated bytes.
+    pub tensor_memory_peak: MetricResult,
+    /// Peak accelerator allocator reserved bytes (unit `B`); unavailable on CPU.
+    pub allocator_reserved_peak: MetricResult,
+    /// Peak RSS over a fresh child's lifetime (unit `B`).
+    pub process_rss_peak: MetricResult,
+    /// Peak RSS of the child while it ran the workload, high-water mark reset after set-up (unit `B`).
+    pub process_rss_workload_peak: MetricResult,
+    /// RSS of the child after imports and set-up, before the workload (unit `B`).
+    pub process_rss_baseline: MetricResult,
+}
+
+/// One operator in the profiler pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfiledOperator {
+    /// Operator name.
+    pub operator: String,
+    /// Calls over the whole pass.
+    pub calls: u64,
+    /// Self time over the whole pass, in seconds, including instrumentation.
+    pub self_time_s: f64,
+    /// Total time over the whole pass, in seconds, including instrumentation.
+    pub total_time_s: f64,
+}
+
+/// The separate, instrumented profiler pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfilerPass {
+    /// `complete` when it ran, `unavailable` otherwise (never `partial`).
+    pub status: MetricStatus,
+    /// Why it did not run, for example `not requested`.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// How it was run.
+    pub method: String,
+    /// What its times cover.
+    pub scope: String,
+    /// Calls profiled (capped).
+    pub calls: Option<u64>,
+    /// Top operators by self time, descending.
+    pub top_operators: Vec<ProfiledOperator>,
+}
+
+/// The report of `measure_workload`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BenchmarkReport {
+    /// Always 1 for this schema.
+    pub schema_version: SchemaVersionV1,
+    /// Always `benchmark`.
+    pub kind: BenchmarkKind,
+    /// Where and with what the report was made.
+    pub context: Context,
+    /// Findings for programs and people.
+    pub diagnostics: Vec<Diagnostic>,
+    /// What was measured.
+    pub workload: Workload,
+    /// The timing budget, as used.
+    pub settings: TimingSettings,
+    /// Raw timing evidence; null when latency was not requested.
+    pub timing: Option<TimingEvidence>,
+    /// The headline metrics.
+    pub metrics: BenchmarkMetrics,
+    /// The operator FLOPs breakdown; null when not requested.
+    pub operator_flops: Option<OperatorFlops>,
+    /// The profiler pass.
+    pub profiler: ProfilerPass,
+}

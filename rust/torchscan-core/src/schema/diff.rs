@@ -1,0 +1,103 @@
+//! The `report_diff` report of `compare_reports`: two analyses of a model, layer by layer.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{Context, Diagnostic, MetricStatus, SchemaVersionV1};
+
+kind_tag!(ReportDiffKind, "report_diff");
+
+/// The change of one model-wide total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TotalDelta {
+    /// The total's name, for example `module_flops`.
+    pub metric: String,
+    /// Its unit.
+    pub unit: String,
+    /// The weaker status of the two sides; the delta is given only when `complete`.
+    pub status: MetricStatus,
+    /// The value before; null unless that side is complete.
+    pub before: Option<f64>,
+    /// The value after; null unless that side is complete.
+    pub after: Option<f64>,
+    /// `after - before`; null unless both sides are complete.
+    pub delta: Option<f64>,
+    /// Why the delta is null.
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// A layer named by its identity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LayerRef {
+    /// Full module path.
+    pub path: String,
+    /// Call index.
+    pub call_index: u64,
+    /// Class name.
+    pub type_name: String,
+}
+
+/// One field of a layer that changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FieldChange {
+    /// The field, for example `output` or `parameters`.
+    pub field: String,
+    /// The value before, as text.
+    pub before: String,
+    /// The value after, as text.
+    pub after: String,
+}
+
+/// A layer present on both sides whose fields changed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LayerChange {
+    /// Full module path.
+    pub path: String,
+    /// Call index.
+    pub call_index: u64,
+    /// Class name after the change.
+    pub type_name: String,
+    /// The changed fields (at least one).
+    pub changes: Vec<FieldChange>,
+}
+
+/// One side of a diff.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiffSide {
+    /// The analysed model's class name.
+    pub model_type: Option<String>,
+    /// The side's context.
+    pub context: Context,
+}
+
+/// The report of `compare_reports`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportDiffReport {
+    /// Always 1 for this schema.
+    pub schema_version: SchemaVersionV1,
+    /// Always `report_diff`.
+    pub kind: ReportDiffKind,
+    /// Where and with what the diff was made.
+    pub context: Context,
+    /// Findings for programs and people.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The report before the change.
+    pub before: DiffSide,
+    /// The report after the change.
+    pub after: DiffSide,
+    /// Model-wide totals, before and after.
+    pub totals: Vec<TotalDelta>,
+    /// Layers only in the report after.
+    pub layers_added: Vec<LayerRef>,
+    /// Layers only in the report before.
+    pub layers_removed: Vec<LayerRef>,
+    /// Layers in both whose fields changed.
+    pub layers_changed: Vec<LayerChange>,
+}

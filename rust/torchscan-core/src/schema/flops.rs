@@ -1,0 +1,106 @@
+//! The operator FLOPs view: counted, excluded-by-convention and uncounted operators.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{Context, Diagnostic, MetricResult, SchemaVersionV1};
+
+kind_tag!(FlopsKind, "flops");
+
+/// Why an executed operator is not counted by the method's convention.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ExclusionClass {
+    /// Elementwise arithmetic and activations (`add`, `relu`, ...).
+    Elementwise,
+    /// Normalisation (`native_batch_norm`, `native_layer_norm`, ...).
+    Normalization,
+    /// Pooling (`max_pool2d`, `avg_pool2d`, ...).
+    Pooling,
+    /// Reductions (`sum`, `mean`, `softmax`, ...).
+    Reduction,
+    /// Data movement and views (`view`, `cat`, `copy_`, `transpose`, ...).
+    DataMovement,
+    /// Allocation (`empty`, `zeros`, ...).
+    Allocation,
+}
+
+/// An operator with a FLOP formula, and what it counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CountedOperator {
+    /// Operator name, for example `aten::addmm`.
+    pub operator: String,
+    /// How many times it ran.
+    pub calls: u64,
+    /// FLOPs counted over all its calls.
+    pub flops: f64,
+}
+
+/// An operator excluded by the method's convention; listed, and it does not make the total partial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExcludedOperator {
+    /// Operator name, for example `aten::relu`.
+    pub operator: String,
+    /// How many times it ran.
+    pub calls: u64,
+    /// The convention that excludes it.
+    pub class: ExclusionClass,
+}
+
+/// An operator without a formula: the total is partial and a diagnostic names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UncountedOperator {
+    /// Operator name, for example `mylib::fused_op`.
+    pub operator: String,
+    /// How many times it ran.
+    pub calls: u64,
+}
+
+/// Operator FLOPs attributed to one module (including its children).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModuleOperatorFlops {
+    /// Module path; the empty string is the root module.
+    pub path: String,
+    /// The module's operator FLOPs, partial when an uncounted operator ran inside it.
+    pub flops: MetricResult,
+}
+
+/// Every executed operator, each in exactly one class, and the total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorFlops {
+    /// Total FLOPs (unit `FLOPs`): complete when no operator is uncounted.
+    pub total: MetricResult,
+    /// Operators with a formula, sorted by name.
+    pub counted: Vec<CountedOperator>,
+    /// Operators excluded by convention, sorted by name.
+    pub excluded: Vec<ExcludedOperator>,
+    /// Operators without a formula, sorted by name.
+    pub uncounted: Vec<UncountedOperator>,
+    /// Breakdown by module, in execution order of first call.
+    pub by_module: Vec<ModuleOperatorFlops>,
+}
+
+/// Operator FLOPs of any zero-argument callable (`measure_flops`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlopReport {
+    /// Always 1 for this schema.
+    pub schema_version: SchemaVersionV1,
+    /// Always `flops`.
+    pub kind: FlopsKind,
+    /// Where and with what the report was made.
+    pub context: Context,
+    /// Findings for programs and people.
+    pub diagnostics: Vec<Diagnostic>,
+    /// The callable's qualified name, when it has one.
+    pub callable: Option<String>,
+    /// The operator FLOPs view.
+    pub operator_flops: OperatorFlops,
+}

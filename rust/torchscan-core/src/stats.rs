@@ -1,0 +1,370 @@
+//! Robust statistics over per-call block durations: the only implementation of them in torchscan.
+//!
+//! Every function returns an error, never panics, on empty input or a non-finite value.
+
+use std::fmt;
+
+/// Why a statistic could not be computed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum StatsError {
+    /// The sample has no values.
+    Empty,
+    /// The value at `index` is NaN or infinite.
+    NonFinite {
+        /// Position of the offending value.
+        index: usize,
+        /// The offending value.
+        value: f64,
+    },
+    /// A quantile outside `[0, 1]` (or NaN) was asked for.
+    QuantileOutOfRange(f64),
+    /// A block has zero calls.
+    ZeroCalls,
+    /// The result does not fit in a finite `f64`.
+    Overflow,
+}
+
+impl fmt::Display for StatsError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StatsError::Empty => formatter.write_str("no values: a statistic needs at least one"),
+            StatsError::NonFinite { index, value } => {
+                write!(
+                    formatter,
+                    "value {index} is {value}; every value must be finite"
+                )
+            }
+            StatsError::QuantileOutOfRange(q) => {
+                write!(formatter, "quantile {q} is outside [0, 1]")
+            }
+            StatsError::ZeroCalls => formatter.write_str("calls per block must be at least 1"),
+            StatsError::Overflow => formatter.write_str("the result overflows a finite float"),
+        }
+    }
+}
+
+impl std::error::Error for StatsError {}
+
+fn check(values: &[f64]) -> Result<(), StatsError> {
+    if values.is_empty() {
+        return Err(StatsError::Empty);
+    }
+    match values.iter().position(|value| !value.is_finite()) {
+        Some(index) => Err(StatsError::NonFinite {
+            index,
+            value: values[index],
+        }),
+        None => Ok(()),
+    }
+}
+
+fn finite(result: f64) -> Result<f64, StatsError> {
+    if result.is_finite() {
+        Ok(result)
+    } else {
+        Err(StatsError::Overflow)
+    }
+}
+
+fn sorted(values: &[f64]) -> Result<Vec<f64>, StatsError> {
+    check(values)?;
+    let mut copy = values.to_vec();
+    copy.sort_by(f64::total_cmp);
+    Ok(copy)
+}
+
+/// Linear interpolation between two order statistics, written so that it stays within
+/// `[low, high]` and never overflows when `high - low` would.
+fn interpolate(low: f64, high: f64, fraction: f64) -> f64 {
+    if fraction == 0.0 || low == high {
+        return low;
+    }
+    let result = low * (1.0 - fraction) + high * fraction;
+    result.clamp(low.min(high), low.max(high))
+}
+
+fn quantile_of_sorted(sorted_values: &[f64], q: f64) -> f64 {
+    let last = sorted_values.len() - 1;
+    let position = q * last as f64;
+    let below = position.floor();
+    // `below` is in [0, last] because q is in [0, 1].
+    let below_index = below as usize;
+    let above_index = (below_index + 1).min(last);
+    interpolate(
+        sorted_values[below_index],
+        sorted_values[above_index],
+        position - below,
+    )
+}
+
+/// The `q`-quantile, `q` in `[0, 1]`, by linear interpolation between order statistics.
+///
+/// This is numpy's default (`method="linear"`) and Python's `statistics.quantiles(...,
+/// method="inclusive")`: with the values sorted as `x[0] <= ... <= x[n-1]`, the position is
+/// `h = (n - 1) * q` and the result is `x[floor(h)] + (h - floor(h)) * (x[floor(h) + 1] - x[floor(h)])`.
+pub fn quantile(values: &[f64], q: f64) -> Result<f64, StatsError> {
+    if !(0.0..=1.0).contains(&q) {
+        return Err(StatsError::QuantileOutOfRange(q));
+    }
+    let sorted_values = sorted(values)?;
+    Ok(quantile_of_sorted(&sorted_values, q))
+}
+
+/// The median (the 0.5 quantile; the mean of the two middle values for an even count).
+pub fn median(values: &[f64]) -> Result<f64, StatsError> {
+    quantile(values, 0.5)
+}
+
+/// The first quartile, median and third quartile (0.25, 0.5 and 0.75 quantiles, linear
+/// interpolation as in [`quantile`]).
+pub fn quartiles(values: &[f64]) -> Result<[f64; 3], StatsError> {
+    let sorted_values = sorted(values)?;
+    Ok([0.25, 0.5, 0.75].map(|q| quantile_of_sorted(&sorted_values, q)))
+}
+
+/// The interquartile range, third quartile minus first (linear interpolation as in [`quantile`]).
+pub fn iqr(values: &[f64]) -> Result<f64, StatsError> {
+    let [first, _, third] = quartiles(values)?;
+    finite(third - first)
+}
+
+/// The arithmetic mean, summed with compensation (Neumaier) over `value / n` so that it neither
+/// loses small terms nor overflows for large ones.
+pub fn mean(values: &[f64]) -> Result<f64, StatsError> {
+    check(values)?;
+    let count = values.len() as f64;
+    let mut sum = 0.0_f64;
+    let mut compensation = 0.0_f64;
+    for value in values {
+        let term = value / count;
+        let total = sum + term;
+        if sum.abs() >= term.abs() {
+            compensation += (sum - total) + term;
+        } else {
+            compensation += (term - total) + sum;
+        }
+        sum = total;
+    }
+    finite(sum + compensation)
+}
+
+/// The smallest value.
+pub fn min(values: &[f64]) -> Result<f64, StatsError> {
+    check(values)?;
+    Ok(values.iter().copied().fold(f64::INFINITY, f64::min))
+}
+
+/// The largest value.
+pub fn max(values: &[f64]) -> Result<f64, StatsError> {
+    check(values)?;
+    Ok(values.iter().copied().fold(f64::NEG_INFINITY, f64::max))
+}
+
+/// The median absolute deviation from the median, unscaled (no 1.4826 normal-consistency factor).
+pub fn median_absolute_deviation(values: &[f64]) -> Result<f64, StatsError> {
+    let center = median(values)?;
+    let deviations: Vec<f64> = values.iter().map(|value| (value - center).abs()).collect();
+    let result = median(&deviations).map_err(|error| match error {
+        StatsError::NonFinite { .. } => StatsError::Overflow,
+        other => other,
+    })?;
+    finite(result)
+}
+
+/// Per-call means of timed blocks: each block's duration divided by the calls it ran.
+pub fn per_call_means(
+    block_durations_s: &[f64],
+    calls_per_block: u64,
+) -> Result<Vec<f64>, StatsError> {
+    if calls_per_block == 0 {
+        return Err(StatsError::ZeroCalls);
+    }
+    check(block_durations_s)?;
+    let calls = calls_per_block as f64;
+    Ok(block_durations_s
+        .iter()
+        .map(|duration| duration / calls)
+        .collect())
+}
+
+/// Every statistic of a sample at once.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Summary {
+    /// Number of values.
+    pub count: usize,
+    /// Arithmetic mean.
+    pub mean: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// First quartile.
+    pub q1: f64,
+    /// Median.
+    pub median: f64,
+    /// Third quartile.
+    pub q3: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Interquartile range.
+    pub iqr: f64,
+    /// Median absolute deviation (unscaled).
+    pub mad: f64,
+}
+
+/// Computes a [`Summary`] of `values`.
+pub fn summarize(values: &[f64]) -> Result<Summary, StatsError> {
+    let [q1, median_value, q3] = quartiles(values)?;
+    Ok(Summary {
+        count: values.len(),
+        mean: mean(values)?,
+        min: min(values)?,
+        q1,
+        median: median_value,
+        q3,
+        max: max(values)?,
+        iqr: finite(q3 - q1)?,
+        mad: median_absolute_deviation(values)?,
+    })
+}
+
+/// Latency statistics of timed blocks, as a benchmark report states them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BlockTiming {
+    /// Median of per-call block means, in seconds.
+    pub latency_s: f64,
+    /// Interquartile range of per-call block means, in seconds.
+    pub latency_iqr_s: f64,
+    /// Total calls over all blocks.
+    pub calls: u64,
+    /// Total timed seconds over all blocks.
+    pub timed_s: f64,
+}
+
+/// Latency median and IQR of per-call block means, and the totals throughput is computed from.
+pub fn block_timing(
+    block_durations_s: &[f64],
+    calls_per_block: u64,
+) -> Result<BlockTiming, StatsError> {
+    let means = per_call_means(block_durations_s, calls_per_block)?;
+    let [q1, median_value, q3] = quartiles(&means)?;
+    let timed_s = finite(block_durations_s.iter().sum())?;
+    Ok(BlockTiming {
+        latency_s: median_value,
+        latency_iqr_s: finite(q3 - q1)?,
+        calls: calls_per_block.saturating_mul(block_durations_s.len() as u64),
+        timed_s,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn known_values() {
+        let values = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0];
+        assert_eq!(median(&values), Ok(3.5));
+        assert_eq!(quartiles(&values), Ok([1.75, 3.5, 5.25]));
+        assert_eq!(iqr(&values), Ok(3.5));
+        assert_eq!(mean(&values), Ok(3.875));
+        assert_eq!(min(&values), Ok(1.0));
+        assert_eq!(max(&values), Ok(9.0));
+        // |x - 3.5| = 0.5 2.5 0.5 2.5 1.5 5.5 1.5 2.5 -> sorted 0.5 0.5 1.5 1.5 2.5 2.5 2.5 5.5
+        assert_eq!(median_absolute_deviation(&values), Ok(2.0));
+        assert_eq!(quantile(&[10.0, 20.0], 0.1), Ok(11.0));
+        assert_eq!(quantile(&[7.0], 0.9), Ok(7.0));
+    }
+
+    #[test]
+    fn errors_instead_of_panics() {
+        assert_eq!(median(&[]), Err(StatsError::Empty));
+        assert_eq!(
+            mean(&[1.0, f64::NAN]).map_err(|e| matches!(e, StatsError::NonFinite { index: 1, .. })),
+            Err(true)
+        );
+        assert_eq!(
+            quantile(&[1.0], 1.5),
+            Err(StatsError::QuantileOutOfRange(1.5))
+        );
+        assert!(matches!(
+            quantile(&[1.0], f64::NAN),
+            Err(StatsError::QuantileOutOfRange(_))
+        ));
+        assert_eq!(per_call_means(&[1.0], 0), Err(StatsError::ZeroCalls));
+        assert_eq!(
+            iqr(&[-f64::MAX, f64::MAX, f64::MAX, -f64::MAX]),
+            Err(StatsError::Overflow)
+        );
+        assert_eq!(mean(&[f64::MAX, f64::MAX]), Ok(f64::MAX));
+    }
+
+    #[test]
+    fn block_timing_of_known_blocks() {
+        let timing = block_timing(&[0.4, 0.2, 0.3], 100).expect("valid blocks");
+        assert!((timing.latency_s - 0.003).abs() < 1e-15);
+        assert!((timing.latency_iqr_s - 0.001).abs() < 1e-15);
+        assert_eq!(timing.calls, 300);
+        assert!((timing.timed_s - 0.9).abs() < 1e-15);
+    }
+
+    fn sample() -> impl Strategy<Value = Vec<f64>> {
+        prop::collection::vec(-1.0e9..1.0e9_f64, 1..200)
+    }
+
+    proptest! {
+        #[test]
+        fn order_holds(values in sample()) {
+            let s = summarize(&values).expect("finite sample");
+            prop_assert!(s.min <= s.q1 && s.q1 <= s.median && s.median <= s.q3 && s.q3 <= s.max);
+            prop_assert!(s.min <= s.mean && s.mean <= s.max);
+            prop_assert!(s.iqr >= 0.0 && s.mad >= 0.0);
+            prop_assert!(s.mad <= s.max - s.min);
+        }
+
+        #[test]
+        fn quantile_is_monotone(values in sample(), a in 0.0..=1.0_f64, b in 0.0..=1.0_f64) {
+            let (low, high) = if a <= b { (a, b) } else { (b, a) };
+            prop_assert!(quantile(&values, low)? <= quantile(&values, high)?);
+        }
+
+        #[test]
+        fn order_of_values_does_not_matter(mut values in sample()) {
+            let before = summarize(&values).expect("finite sample");
+            values.reverse();
+            let after = summarize(&values).expect("finite sample");
+            prop_assert_eq!(before.median, after.median);
+            prop_assert_eq!(before.iqr, after.iqr);
+            prop_assert_eq!(before.mad, after.mad);
+        }
+
+        #[test]
+        fn shift_moves_location_not_spread(values in prop::collection::vec(0.0..1000.0_f64, 1..100), shift in -1000.0..1000.0_f64) {
+            let base = summarize(&values).expect("finite sample");
+            let shifted: Vec<f64> = values.iter().map(|v| v + shift).collect();
+            let moved = summarize(&shifted).expect("finite sample");
+            prop_assert!((moved.median - base.median - shift).abs() < 1e-9);
+            prop_assert!((moved.iqr - base.iqr).abs() < 1e-9);
+            prop_assert!((moved.mad - base.mad).abs() < 1e-9);
+        }
+
+        #[test]
+        fn constant_sample(value in -1.0e12..1.0e12_f64, count in 1usize..50) {
+            let values = vec![value; count];
+            let s = summarize(&values).expect("finite sample");
+            prop_assert_eq!(s.median, value);
+            prop_assert_eq!(s.iqr, 0.0);
+            prop_assert_eq!(s.mad, 0.0);
+            prop_assert!((s.mean - value).abs() <= value.abs() * 1e-15);
+        }
+
+        #[test]
+        fn non_finite_is_an_error(mut values in sample(), index in 0usize..200, which in 0usize..3) {
+            let index = index % values.len();
+            values[index] = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY][which];
+            let is_non_finite_at_index = matches!(median(&values), Err(StatsError::NonFinite { index: i, .. }) if i == index);
+            prop_assert!(is_non_finite_at_index);
+            prop_assert!(mean(&values).is_err());
+            prop_assert!(median_absolute_deviation(&values).is_err());
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! The functions of `torchscan._core`.
+
+use pyo3::prelude::*;
+use torchscan_core::stats;
+
+use crate::errors::{stats_error, validation_error};
+
+/// Validates report JSON text; returns the report's kind or raises `CoreValidationError`.
+#[pyfunction]
+fn validate_report_json(py: Python<'_>, text: &str) -> PyResult<String> {
+    let outcome = py.detach(|| torchscan_core::read_report(text));
+    outcome
+        .map(|report| report.kind().as_str().to_owned())
+        .map_err(|problems| validation_error(py, problems))
+}
+
+/// The text summary of report JSON text; raises `CoreValidationError` when invalid.
+#[pyfunction]
+fn format_summary_json(py: Python<'_>, text: &str) -> PyResult<String> {
+    let outcome = py.detach(|| torchscan_core::read_report(text));
+    outcome
+        .map(|report| torchscan_core::format_summary(&report))
+        .map_err(|problems| validation_error(py, problems))
+}
+
+/// The JSON Schema of report schema version 1, as text.
+#[pyfunction]
+fn json_schema() -> String {
+    torchscan_core::json_schema_text()
+}
+
+/// Median (linear interpolation between order statistics, numpy's default).
+#[pyfunction]
+fn median(values: Vec<f64>) -> PyResult<f64> {
+    stats::median(&values).map_err(stats_error)
+}
+
+/// The `q`-quantile, `q` in [0, 1] (linear interpolation between order statistics).
+#[pyfunction]
+fn quantile(values: Vec<f64>, q: f64) -> PyResult<f64> {
+    stats::quantile(&values, q).map_err(stats_error)
+}
+
+/// First quartile, median and third quartile.
+#[pyfunction]
+fn quartiles(values: Vec<f64>) -> PyResult<(f64, f64, f64)> {
+    stats::quartiles(&values)
+        .map(|[q1, q2, q3]| (q1, q2, q3))
+        .map_err(stats_error)
+}
+
+/// Interquartile range.
+#[pyfunction]
+fn iqr(values: Vec<f64>) -> PyResult<f64> {
+    stats::iqr(&values).map_err(stats_error)
+}
+
+/// Arithmetic mean.
+#[pyfunction]
+fn mean(values: Vec<f64>) -> PyResult<f64> {
+    stats::mean(&values).map_err(stats_error)
+}
+
+/// Smallest value.
+#[pyfunction]
+fn min(values: Vec<f64>) -> PyResult<f64> {
+    stats::min(&values).map_err(stats_error)
+}
+
+/// Largest value.
+#[pyfunction]
+fn max(values: Vec<f64>) -> PyResult<f64> {
+    stats::max(&values).map_err(stats_error)
+}
+
+/// Median absolute deviation from the median (unscaled).
+#[pyfunction]
+fn median_absolute_deviation(values: Vec<f64>) -> PyResult<f64> {
+    stats::median_absolute_deviation(&values).map_err(stats_error)
+}
+
+/// Latency median and IQR of per-call block means, total calls and timed seconds.
+#[pyfunction]
+fn block_timing(
+    block_durations_s: Vec<f64>,
+    calls_per_block: u64,
+) -> PyResult<(f64, f64, u64, f64)> {
+    stats::block_timing(&block_durations_s, calls_per_block)
+        .map(|t| (t.latency_s, t.latency_iqr_s, t.calls, t.timed_s))
+        .map_err(stats_error)
+}
+
+/// Runs the `torchscan-report` command line with `argv` (program name first); returns the exit code.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(|| torchscan_report::main_with_args(argv))
+}
+
+/// Adds the functions to the module.
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(validate_report_json, module)?)?;
+    module.add_function(wrap_pyfunction!(format_summary_json, module)?)?;
+    module.add_function(wrap_pyfunction!(json_schema, module)?)?;
+    module.add_function(wrap_pyfunction!(median, module)?)?;
+    module.add_function(wrap_pyfunction!(quantile, module)?)?;
+    module.add_function(wrap_pyfunction!(quartiles, module)?)?;
+    module.add_function(wrap_pyfunction!(iqr, module)?)?;
+    module.add_function(wrap_pyfunction!(mean, module)?)?;
+    module.add_function(wrap_pyfunction!(min, module)?)?;
+    module.add_function(wrap_pyfunction!(max, module)?)?;
+    module.add_function(wrap_pyfunction!(median_absolute_deviation, module)?)?;
+    module.add_function(wrap_pyfunction!(block_timing, module)?)?;
+    module.add_function(wrap_pyfunction!(cli_main, module)?)?;
+    Ok(())
+}
