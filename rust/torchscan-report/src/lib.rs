@@ -28,7 +28,7 @@ Exit codes: 0 ok, 1 invalid input, 2 usage.";
 
 /// Validate, summarise and describe saved torchscan reports.
 #[derive(Debug, Parser)]
-#[command(name = "torchscan-report", version, about, after_help = AFTER_HELP)]
+#[command(name = "torchscan-report", version, after_help = AFTER_HELP)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]

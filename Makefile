@@ -1,0 +1,61 @@
+# The developer loop. `make demo` and `make test` are the README's two set-up commands: each creates
+# .venv when missing, installs torch, the build tools and the test dependencies, builds the
+# extension, and runs. A second run reuses .venv and rebuilds only what changed.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := test
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# Every cargo command builds against the virtual environment's interpreter.
+export PYO3_PYTHON := $(abspath $(PY))
+
+DEPS_STAMP := $(VENV)/.torchscan-deps
+EXT_STAMP := $(VENV)/.torchscan-extension
+RUST_SOURCES := Cargo.toml Cargo.lock $(shell find rust -type f \( -name '*.rs' -o -name 'Cargo.toml' -o -name '*.j2' \) 2>/dev/null)
+
+.PHONY: demo test lint rust-test python-test build schema clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+# torch, psutil and the test extra come from pyproject.toml through maturin's install.
+$(DEPS_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet "maturin>=1.8,<2"
+	$(PY) -m maturin develop --release --extras test
+	touch $@
+
+$(EXT_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)
+	$(PY) -m maturin develop --release --skip-install
+	touch $@
+
+build: $(EXT_STAMP)
+
+demo: $(EXT_STAMP)
+	$(PY) -m torchscan demo
+
+lint: $(EXT_STAMP)
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --locked -- -D warnings
+	$(PY) -m ruff check python tests
+	$(PY) -m ruff format --check python tests
+	$(PY) -m mypy
+	$(PY) -m mypy.stubtest torchscan._core
+
+rust-test:
+	cargo test --locked
+
+python-test: $(EXT_STAMP)
+	$(PY) -m pytest
+
+test: lint rust-test python-test
+
+# Regenerates the checked-in JSON Schema after a change to the Rust types.
+schema:
+	cargo run --quiet --locked -p torchscan-report -- schema > docs/schema/report.v1.schema.json
+
+clean:
+	cargo clean
+	rm -rf $(VENV) python/torchscan/_core*.so

@@ -1,0 +1,51 @@
+"""torchscan: inspect a PyTorch model's cost, measure a real workload, check a change.
+
+Every function returns a plain, JSON-serializable report whose numbers carry their status,
+method and scope. Reports follow schema version 1 (``docs/report-schema.md``).
+"""
+
+from __future__ import annotations
+
+from . import _core
+from .errors import ReportValidationError, TorchscanError
+from .reports import (
+    AnalysisReport,
+    BenchmarkComparison,
+    BenchmarkReport,
+    Context,
+    Diagnostic,
+    FlopReport,
+    MetricResult,
+    OutputCheck,
+    PeakMemoryReport,
+    Report,
+    ReportDiff,
+)
+from .validation import format_summary, validate_report
+
+__version__: str = _core.__version__
+#: The report schema version this build writes.
+SCHEMA_VERSION: int = _core.SCHEMA_VERSION
+#: Every report schema version this build reads.
+READABLE_SCHEMA_VERSIONS: tuple[int, ...] = tuple(_core.READABLE_SCHEMA_VERSIONS)
+
+__all__ = [
+    "READABLE_SCHEMA_VERSIONS",
+    "SCHEMA_VERSION",
+    "AnalysisReport",
+    "BenchmarkComparison",
+    "BenchmarkReport",
+    "Context",
+    "Diagnostic",
+    "FlopReport",
+    "MetricResult",
+    "OutputCheck",
+    "PeakMemoryReport",
+    "Report",
+    "ReportDiff",
+    "ReportValidationError",
+    "TorchscanError",
+    "__version__",
+    "format_summary",
+    "validate_report",
+]

@@ -1,0 +1,7 @@
+"""``python -m torchscan``."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

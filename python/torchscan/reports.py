@@ -1,0 +1,617 @@
+"""TypedDicts mirroring the Rust types of report schema version 1 (a test checks them against the schema).
+
+Reports are plain JSON-serializable dicts; these types only describe them for type checkers.
+Every number is in SI base units (``s``, ``B``, ``FLOPs``, ...); renderers scale.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Literal, TypedDict, Union
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired
+else:  # pragma: no cover - exercised on Python 3.10 only
+    from typing_extensions import NotRequired
+
+__all__ = [
+    "AnalysisReport",
+    "AnalysisTotals",
+    "BenchmarkComparison",
+    "BenchmarkComparisonReport",
+    "BenchmarkMetrics",
+    "BenchmarkReport",
+    "CheckSummary",
+    "ComparedSide",
+    "ComparisonSettings",
+    "Context",
+    "CountedOperator",
+    "Diagnostic",
+    "DiffSide",
+    "ExcludedOperator",
+    "FieldChange",
+    "Flags",
+    "FlopReport",
+    "Layer",
+    "LayerChange",
+    "LayerRef",
+    "LeafCheck",
+    "MetricDelta",
+    "MetricResult",
+    "ModuleOperatorFlops",
+    "NamedValueMeta",
+    "OperatorFlops",
+    "OutputCheck",
+    "OutputCheckReport",
+    "PeakMemoryReport",
+    "ProfiledOperator",
+    "ProfilerPass",
+    "ReceptiveField",
+    "Report",
+    "ReportDiff",
+    "ReportDiffReport",
+    "StructureDifference",
+    "TensorMeta",
+    "TimingEvidence",
+    "TimingSettings",
+    "TotalDelta",
+    "UncountedOperator",
+    "ValueMeta",
+    "Workload",
+]
+
+MetricStatus = Literal["complete", "partial", "unavailable"]
+Severity = Literal["info", "warning", "error"]
+DiagnosticCode = Literal[
+    "uncounted_operator",
+    "module_without_formula",
+    "receptive_field_unknown",
+    "shared_tensors",
+    "unsupported_on_device",
+    "timing_noise",
+    "high_timing_noise",
+    "few_blocks",
+    "compiled_callable",
+    "workload_not_importable",
+    "child_process_failed",
+    "child_process_timeout",
+    "profiler_failed",
+    "context_mismatch",
+    "output_check_failed",
+    "unchecked",
+    "output_metadata_mismatch",
+    "structure_changed",
+    "note",
+]
+
+
+class MetricResult(TypedDict):
+    """One number with its status, unit, scope and method."""
+
+    status: MetricStatus
+    value: float | None
+    known_value: float | None
+    unit: str
+    scope: str
+    method: str
+    reason: str | None
+
+
+class Diagnostic(TypedDict):
+    """A finding: ``code`` for programs, ``message`` for people."""
+
+    code: DiagnosticCode
+    severity: Severity
+    metric: str | None
+    message: str
+    path: NotRequired[str | None]
+    operator: NotRequired[str | None]
+
+
+class Flags(TypedDict):
+    """PyTorch and backend settings that change numbers."""
+
+    grad_enabled: bool | None
+    inference_mode: bool | None
+    tf32_matmul: bool | None
+    tf32_cudnn: bool | None
+    cudnn_benchmark: bool | None
+    cudnn_deterministic: bool | None
+    float32_matmul_precision: str | None
+    deterministic_algorithms: bool | None
+
+
+class Context(TypedDict):
+    """Where and with what a report was made."""
+
+    torchscan_version: str
+    torch_version: str | None
+    python_version: str | None
+    platform: str | None
+    cpu_model: str | None
+    device: str | None
+    device_name: str | None
+    torch_threads: int | None
+    torch_interop_threads: int | None
+    thread_env: dict[str, str]
+    flags: Flags
+    dtypes: list[str]
+    model_type: str | None
+    model_training: bool | None
+
+
+class TensorMeta(TypedDict):
+    """Tensor metadata, never values."""
+
+    shape: list[int]
+    dtype: str
+    device: str
+    requires_grad: bool
+
+
+class TensorValueMeta(TensorMeta):
+    """A tensor in a value tree."""
+
+    kind: Literal["tensor"]
+
+
+class TupleValueMeta(TypedDict):
+    """A tuple in a value tree."""
+
+    kind: Literal["tuple"]
+    items: list[ValueMeta]
+
+
+class ListValueMeta(TypedDict):
+    """A list in a value tree."""
+
+    kind: Literal["list"]
+    items: list[ValueMeta]
+
+
+class NamedValueMeta(TypedDict):
+    """A key or field name with its value's metadata."""
+
+    name: str
+    value: ValueMeta
+
+
+class DictValueMeta(TypedDict):
+    """A dict in a value tree; keys as text."""
+
+    kind: Literal["dict"]
+    entries: list[NamedValueMeta]
+
+
+class DataclassValueMeta(TypedDict):
+    """A dataclass instance in a value tree."""
+
+    kind: Literal["dataclass"]
+    type_name: str
+    fields: list[NamedValueMeta]
+
+
+class NamedTupleValueMeta(TypedDict):
+    """A named tuple in a value tree."""
+
+    kind: Literal["named_tuple"]
+    type_name: str
+    fields: list[NamedValueMeta]
+
+
+class NoneValueMeta(TypedDict):
+    """``None`` in a value tree."""
+
+    kind: Literal["none"]
+
+
+class ScalarValueMeta(TypedDict):
+    """A Python scalar in a value tree: its type only."""
+
+    kind: Literal["scalar"]
+    type_name: str
+
+
+class OtherValueMeta(TypedDict):
+    """Any other object in a value tree: its type name only."""
+
+    kind: Literal["other"]
+    type_name: str
+
+
+ValueMeta = Union[
+    TensorValueMeta,
+    TupleValueMeta,
+    ListValueMeta,
+    DictValueMeta,
+    DataclassValueMeta,
+    NamedTupleValueMeta,
+    NoneValueMeta,
+    ScalarValueMeta,
+    OtherValueMeta,
+]
+
+
+class CountedOperator(TypedDict):
+    """An operator with a FLOP formula."""
+
+    operator: str
+    calls: int
+    flops: float
+
+
+# An operator excluded by convention. The JSON field is named ``class``, a Python keyword, so this
+# TypedDict uses the functional syntax.
+ExcludedOperator = TypedDict(
+    "ExcludedOperator",
+    {
+        "operator": str,
+        "calls": int,
+        "class": Literal[
+            "elementwise", "normalization", "pooling", "reduction", "data_movement", "allocation"
+        ],
+    },
+)
+
+
+class UncountedOperator(TypedDict):
+    """An operator without a formula."""
+
+    operator: str
+    calls: int
+
+
+class ModuleOperatorFlops(TypedDict):
+    """Operator FLOPs attributed to one module."""
+
+    path: str
+    flops: MetricResult
+
+
+class OperatorFlops(TypedDict):
+    """Every executed operator, each in one class, and the total."""
+
+    total: MetricResult
+    counted: list[CountedOperator]
+    excluded: list[ExcludedOperator]
+    uncounted: list[UncountedOperator]
+    by_module: list[ModuleOperatorFlops]
+
+
+class AnalysisTotals(TypedDict):
+    """Model-wide totals; storage is not peak memory."""
+
+    parameters: int
+    trainable_parameters: int
+    frozen_parameters: int
+    buffers: int
+    shared_tensors: int
+    parameter_bytes: MetricResult
+    buffer_bytes: MetricResult
+    module_flops: MetricResult
+    module_macs: MetricResult
+    module_dmas: MetricResult
+
+
+class ReceptiveField(TypedDict):
+    """Receptive field, effective stride and padding per spatial dimension."""
+
+    status: MetricStatus
+    size: list[float] | None
+    stride: list[float] | None
+    padding: list[float] | None
+    reason: str | None
+
+
+class Layer(TypedDict):
+    """One call of one module."""
+
+    path: str
+    call_index: int
+    depth: int
+    type_name: str
+    inputs: list[ValueMeta]
+    output: ValueMeta
+    parameters: int
+    trainable_parameters: int
+    buffers: int
+    flops: MetricResult
+    macs: MetricResult
+    dmas: MetricResult
+    receptive_field: ReceptiveField
+
+
+class AnalysisReport(TypedDict):
+    """The report of ``crawl_module`` and ``summary``."""
+
+    schema_version: Literal[1]
+    kind: Literal["analysis"]
+    context: Context
+    diagnostics: list[Diagnostic]
+    mode: Literal["full", "structure"]
+    inputs: list[ValueMeta]
+    input_kwargs: list[NamedValueMeta]
+    totals: AnalysisTotals
+    layers: list[Layer]
+    operator_flops: OperatorFlops
+
+
+class FlopReport(TypedDict):
+    """The report of ``measure_flops``."""
+
+    schema_version: Literal[1]
+    kind: Literal["flops"]
+    context: Context
+    diagnostics: list[Diagnostic]
+    callable: str | None
+    operator_flops: OperatorFlops
+
+
+PassName = Literal["latency", "operator_flops", "tensor_memory", "process_rss", "profiler"]
+
+
+class Workload(TypedDict):
+    """What was measured."""
+
+    name: str | None
+    work_units: float
+    work_unit: str
+    inputs: list[ValueMeta]
+
+
+class TimingSettings(TypedDict):
+    """The timing budget, as used."""
+
+    passes: list[PassName]
+    min_time_s: float
+    max_time_s: float
+    min_blocks: int
+    warmup_time_s: float
+    max_timer_overhead_ratio: float
+
+
+class TimingEvidence(TypedDict):
+    """Raw timing evidence."""
+
+    first_call_s: float
+    warmup_calls: int
+    calls_per_block: int
+    block_durations_s: list[float]
+    timer_overhead_s: float
+
+
+class BenchmarkMetrics(TypedDict):
+    """The headline metrics; memory scopes are never summed."""
+
+    first_call: MetricResult
+    latency: MetricResult
+    latency_iqr: MetricResult
+    throughput: MetricResult
+    operator_flops: MetricResult
+    tensor_memory_peak: MetricResult
+    allocator_reserved_peak: MetricResult
+    process_rss_peak: MetricResult
+    process_rss_workload_peak: MetricResult
+    process_rss_baseline: MetricResult
+
+
+class ProfiledOperator(TypedDict):
+    """One operator of the profiler pass."""
+
+    operator: str
+    calls: int
+    self_time_s: float
+    total_time_s: float
+
+
+class ProfilerPass(TypedDict):
+    """The separate, instrumented profiler pass."""
+
+    status: MetricStatus
+    reason: str | None
+    method: str
+    scope: str
+    calls: int | None
+    top_operators: list[ProfiledOperator]
+
+
+class BenchmarkReport(TypedDict):
+    """The report of ``measure_workload``."""
+
+    schema_version: Literal[1]
+    kind: Literal["benchmark"]
+    context: Context
+    diagnostics: list[Diagnostic]
+    workload: Workload
+    settings: TimingSettings
+    timing: TimingEvidence | None
+    metrics: BenchmarkMetrics
+    operator_flops: OperatorFlops | None
+    profiler: ProfilerPass
+
+
+class PeakMemoryReport(TypedDict):
+    """The report of ``measure_peak_memory``."""
+
+    schema_version: Literal[1]
+    kind: Literal["peak_memory"]
+    context: Context
+    diagnostics: list[Diagnostic]
+    callable: str | None
+    baseline: MetricResult
+    tensor_memory_peak: MetricResult
+    allocator_reserved_peak: MetricResult
+
+
+class StructureDifference(TypedDict):
+    """Where two outputs' structures differ."""
+
+    path: str
+    baseline: str
+    candidate: str
+
+
+class LeafCheck(TypedDict):
+    """The comparison of one tensor leaf."""
+
+    path: str
+    passed: bool
+    baseline: TensorMeta
+    candidate: TensorMeta
+    elements: int
+    mismatched_elements: int
+    max_abs_error: float | None
+    max_rel_error: float | None
+
+
+class OutputCheckReport(TypedDict):
+    """The report of ``check_outputs``."""
+
+    schema_version: Literal[1]
+    kind: Literal["output_check"]
+    context: Context
+    diagnostics: list[Diagnostic]
+    passed: bool
+    method: str
+    rtol: float
+    atol: float
+    equal_nan: bool
+    structure_matches: bool
+    structure_differences: list[StructureDifference]
+    leaves: list[LeafCheck]
+
+
+Verdict = Literal["faster", "slower", "no_detectable_change", "inconclusive", "withheld"]
+
+
+class CheckSummary(TypedDict):
+    """The output check a comparison rests on."""
+
+    status: Literal["passed", "failed", "unchecked"]
+    method: str | None
+    rtol: float | None
+    atol: float | None
+    failed_leaves: int
+
+
+class MetricDelta(TypedDict):
+    """The change of one metric from baseline to candidate."""
+
+    metric: str
+    unit: str
+    status: Literal["complete", "partial", "unavailable", "withheld"]
+    baseline: float | None
+    candidate: float | None
+    delta: float | None
+    ratio: float | None
+    ratio_ci_low: float | None
+    ratio_ci_high: float | None
+    verdict: Verdict | None
+    reason: str | None
+
+
+class ComparisonSettings(TypedDict):
+    """How intervals and verdicts were computed."""
+
+    confidence_level: float
+    bootstrap_resamples: int
+    seed: int
+    min_effect: float
+
+
+class ComparedSide(TypedDict):
+    """One side of a comparison."""
+
+    workload: str | None
+    context: Context
+
+
+class BenchmarkComparisonReport(TypedDict):
+    """The report of ``compare_benchmarks``."""
+
+    schema_version: Literal[1]
+    kind: Literal["benchmark_comparison"]
+    context: Context
+    diagnostics: list[Diagnostic]
+    check: CheckSummary
+    baseline: ComparedSide
+    candidate: ComparedSide
+    work_unit: str
+    settings: ComparisonSettings
+    verdict: Verdict
+    deltas: list[MetricDelta]
+
+
+class TotalDelta(TypedDict):
+    """The change of one model-wide total."""
+
+    metric: str
+    unit: str
+    status: MetricStatus
+    before: float | None
+    after: float | None
+    delta: float | None
+    reason: str | None
+
+
+class LayerRef(TypedDict):
+    """A layer named by its identity."""
+
+    path: str
+    call_index: int
+    type_name: str
+
+
+class FieldChange(TypedDict):
+    """One changed field of a layer."""
+
+    field: str
+    before: str
+    after: str
+
+
+class LayerChange(TypedDict):
+    """A layer whose fields changed."""
+
+    path: str
+    call_index: int
+    type_name: str
+    changes: list[FieldChange]
+
+
+class DiffSide(TypedDict):
+    """One side of a diff."""
+
+    model_type: str | None
+    context: Context
+
+
+class ReportDiffReport(TypedDict):
+    """The report of ``compare_reports``."""
+
+    schema_version: Literal[1]
+    kind: Literal["report_diff"]
+    context: Context
+    diagnostics: list[Diagnostic]
+    before: DiffSide
+    after: DiffSide
+    totals: list[TotalDelta]
+    layers_added: list[LayerRef]
+    layers_removed: list[LayerRef]
+    layers_changed: list[LayerChange]
+
+
+#: The names the product documentation uses for three report kinds.
+OutputCheck = OutputCheckReport
+BenchmarkComparison = BenchmarkComparisonReport
+ReportDiff = ReportDiffReport
+
+Report = Union[
+    AnalysisReport,
+    FlopReport,
+    BenchmarkReport,
+    PeakMemoryReport,
+    OutputCheckReport,
+    BenchmarkComparisonReport,
+    ReportDiffReport,
+]

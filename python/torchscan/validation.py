@@ -1,0 +1,73 @@
+"""Validation and text summaries of report mappings, through the Rust core (the one implementation)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from . import _core
+from .errors import ReportValidationError
+
+__all__ = ["format_summary", "report_json", "validate_report"]
+
+ReportInput = Mapping[str, Any] | str | bytes | os.PathLike[str]
+
+
+def report_json(report: ReportInput) -> str:
+    """Return the JSON text of ``report``: a mapping, JSON text (``str``/``bytes``) or a file path.
+
+    Non-finite floats are written as ``NaN``/``Infinity`` so that the validator can point at them.
+    Raises :class:`ReportValidationError` when a mapping cannot be serialized to JSON.
+    """
+    if isinstance(report, os.PathLike):
+        with open(report, encoding="utf-8") as handle:
+            return handle.read()
+    if isinstance(report, bytes):
+        try:
+            return report.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise ReportValidationError([("$", f"not UTF-8 text: {error}")]) from None
+    if isinstance(report, str):
+        return report
+    if isinstance(report, Mapping):
+        try:
+            return json.dumps(report, allow_nan=True)
+        except (TypeError, ValueError) as error:
+            raise ReportValidationError([("$", f"not JSON-serializable: {error}")]) from None
+    raise TypeError(
+        "a report is a mapping (as returned by torchscan), JSON text, or a path to a JSON file; "
+        f"got {type(report).__name__}"
+    )
+
+
+def _problems(error: _core.CoreValidationError) -> list[tuple[str, str]]:
+    return [(str(path), str(message)) for path, message in error.args[0]]
+
+
+def validate_report(report: ReportInput) -> str:
+    """Check ``report`` against schema version 1 and every invariant; return its ``kind``.
+
+    ``report`` is a mapping (as returned by torchscan's functions), JSON text, or a path to a JSON
+    file. Raises :class:`ReportValidationError` whose ``problems`` lists every problem with its JSON
+    path. The verdict is the one ``torchscan-report validate`` gives for the same JSON.
+    """
+    text = report_json(report)
+    try:
+        return _core.validate_report_json(text)
+    except _core.CoreValidationError as error:
+        raise ReportValidationError(_problems(error)) from None
+
+
+def format_summary(report: ReportInput) -> str:
+    """Return the text summary of a valid report: the lines ``torchscan-report summary`` prints.
+
+    Raises :class:`ReportValidationError` when the report is invalid. Programs should read the JSON,
+    never this text.
+    """
+    text = report_json(report)
+    try:
+        return _core.format_summary_json(text)
+    except _core.CoreValidationError as error:
+        raise ReportValidationError(_problems(error)) from None
