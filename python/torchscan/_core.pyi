@@ -1,5 +1,25 @@
 """Type stubs of the compiled ``torchscan._core`` extension (checked by ``mypy.stubtest``)."""
 
+__all__ = [
+    "READABLE_SCHEMA_VERSIONS",
+    "SCHEMA_VERSION",
+    "CoreValidationError",
+    "__version__",
+    "block_timing",
+    "cli_main",
+    "format_summary_json",
+    "iqr",
+    "json_schema",
+    "max",
+    "mean",
+    "median",
+    "median_absolute_deviation",
+    "min",
+    "quantile",
+    "quartiles",
+    "validate_report_json",
+]
+
 __version__: str
 SCHEMA_VERSION: int
 READABLE_SCHEMA_VERSIONS: list[int]
@@ -18,5 +38,7 @@ def mean(values: list[float]) -> float: ...
 def min(values: list[float]) -> float: ...
 def max(values: list[float]) -> float: ...
 def median_absolute_deviation(values: list[float]) -> float: ...
-def block_timing(block_durations_s: list[float], calls_per_block: int) -> tuple[float, float, int, float]: ...
+def block_timing(
+    block_durations_s: list[float], calls_per_block: int
+) -> tuple[float, float, int, float]: ...
 def cli_main(argv: list[str]) -> int: ...

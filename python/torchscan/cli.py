@@ -56,6 +56,6 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``python -m torchscan`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    """Run ``python -m torchscan`` on ``argv`` (default ``sys.argv[1:]``); return its exit code."""
     arguments = _parser().parse_args(argv)
     return int(arguments.handler(arguments))

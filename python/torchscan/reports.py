@@ -1,4 +1,4 @@
-"""TypedDicts mirroring the Rust types of report schema version 1 (a test checks them against the schema).
+"""TypedDicts mirroring the Rust types of report schema version 1, checked against the schema.
 
 Reports are plain JSON-serializable dicts; these types only describe them for type checkers.
 Every number is in SI base units (``s``, ``B``, ``FLOPs``, ...); renderers scale.

@@ -1,4 +1,4 @@
-"""Validation and text summaries of report mappings, through the Rust core (the one implementation)."""
+"""Validation and text summaries of reports, through the Rust core (the one implementation)."""
 
 from __future__ import annotations
 

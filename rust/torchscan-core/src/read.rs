@@ -227,15 +227,24 @@ pub fn parse_report(text: &str) -> Result<Report, Vec<Problem>> {
         }
     };
     let report = match kind {
-        ReportKind::Analysis => typed::<AnalysisReport>(value).map(Report::Analysis),
-        ReportKind::Flops => typed::<FlopReport>(value).map(Report::Flops),
-        ReportKind::Benchmark => typed::<BenchmarkReport>(value).map(Report::Benchmark),
-        ReportKind::PeakMemory => typed::<PeakMemoryReport>(value).map(Report::PeakMemory),
-        ReportKind::OutputCheck => typed::<OutputCheckReport>(value).map(Report::OutputCheck),
-        ReportKind::BenchmarkComparison => {
-            typed::<BenchmarkComparisonReport>(value).map(Report::BenchmarkComparison)
+        ReportKind::Analysis => {
+            typed::<AnalysisReport>(value).map(|r| Report::Analysis(Box::new(r)))
         }
-        ReportKind::ReportDiff => typed::<ReportDiffReport>(value).map(Report::ReportDiff),
+        ReportKind::Flops => typed::<FlopReport>(value).map(|r| Report::Flops(Box::new(r))),
+        ReportKind::Benchmark => {
+            typed::<BenchmarkReport>(value).map(|r| Report::Benchmark(Box::new(r)))
+        }
+        ReportKind::PeakMemory => {
+            typed::<PeakMemoryReport>(value).map(|r| Report::PeakMemory(Box::new(r)))
+        }
+        ReportKind::OutputCheck => {
+            typed::<OutputCheckReport>(value).map(|r| Report::OutputCheck(Box::new(r)))
+        }
+        ReportKind::BenchmarkComparison => typed::<BenchmarkComparisonReport>(value)
+            .map(|r| Report::BenchmarkComparison(Box::new(r))),
+        ReportKind::ReportDiff => {
+            typed::<ReportDiffReport>(value).map(|r| Report::ReportDiff(Box::new(r)))
+        }
     };
     match report {
         Ok(report) if problems.is_empty() => Ok(report),

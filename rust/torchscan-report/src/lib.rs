@@ -5,7 +5,7 @@
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand};
 use torchscan_core::{Problem, format_summary, json_schema_text, read_report};
@@ -55,7 +55,7 @@ pub enum Command {
 }
 
 /// Reads a file, or standard input for `-`.
-fn read_input(path: &PathBuf, stdin: &mut dyn Read) -> std::io::Result<String> {
+fn read_input(path: &Path, stdin: &mut dyn Read) -> std::io::Result<String> {
     if path.as_os_str() == "-" {
         let mut text = String::new();
         stdin.read_to_string(&mut text)?;
@@ -65,7 +65,7 @@ fn read_input(path: &PathBuf, stdin: &mut dyn Read) -> std::io::Result<String> {
     }
 }
 
-fn display_name(path: &PathBuf) -> String {
+fn display_name(path: &Path) -> String {
     if path.as_os_str() == "-" {
         "<stdin>".to_owned()
     } else {
@@ -119,7 +119,7 @@ fn validate(
 }
 
 fn summary(
-    path: &PathBuf,
+    path: &Path,
     stdin: &mut dyn Read,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,

@@ -150,10 +150,7 @@ pub fn is_valid_work_unit(name: &str) -> bool {
 
 /// Whether `unit` is one of [`FIXED_UNITS`] or a throughput unit `<work_unit>/s`.
 pub fn is_known_unit(unit: &str) -> bool {
-    FIXED_UNITS.contains(&unit)
-        || unit
-            .strip_suffix("/s")
-            .is_some_and(|work_unit| is_valid_work_unit(work_unit))
+    FIXED_UNITS.contains(&unit) || unit.strip_suffix("/s").is_some_and(is_valid_work_unit)
 }
 
 /// How much a diagnostic matters.

@@ -103,19 +103,19 @@ impl ReportKind {
 #[schemars(title = "torchscan report, schema version 1")]
 pub enum Report {
     /// `crawl_module` / `summary`.
-    Analysis(AnalysisReport),
+    Analysis(Box<AnalysisReport>),
     /// `measure_flops`.
-    Flops(FlopReport),
+    Flops(Box<FlopReport>),
     /// `measure_workload`.
-    Benchmark(BenchmarkReport),
+    Benchmark(Box<BenchmarkReport>),
     /// `measure_peak_memory`.
-    PeakMemory(PeakMemoryReport),
+    PeakMemory(Box<PeakMemoryReport>),
     /// `check_outputs`.
-    OutputCheck(OutputCheckReport),
+    OutputCheck(Box<OutputCheckReport>),
     /// `compare_benchmarks`.
-    BenchmarkComparison(BenchmarkComparisonReport),
+    BenchmarkComparison(Box<BenchmarkComparisonReport>),
     /// `compare_reports`.
-    ReportDiff(ReportDiffReport),
+    ReportDiff(Box<ReportDiffReport>),
 }
 
 impl Report {

@@ -1,0 +1,41 @@
+"""Every Python example in the README and docs/ runs as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from .conftest import ROOT
+
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def examples() -> list[tuple[str, str]]:
+    found = []
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        for index, match in enumerate(BLOCK.finditer(text)):
+            found.append((f"{document.relative_to(ROOT)}#{index}", match.group(1)))
+    return found
+
+
+def test_readme_has_examples() -> None:
+    assert any(name.startswith("README.md") for name, _ in examples())
+
+
+@pytest.mark.parametrize(("name", "code"), examples(), ids=[name for name, _ in examples()])
+def test_example_runs(
+    name: str, code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, name, "exec"), {"__name__": "__main__"})
+
+
+def test_readme_gives_exactly_the_two_setup_commands() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    setup = text.split("## Set up", 1)[1].split("##", 1)[0]
+    first_block = setup.split("```console\n", 1)[1].split("```", 1)[0]
+    assert first_block.splitlines() == ["make demo", "make test"]
