@@ -37,6 +37,8 @@ demo: $(EXT_STAMP)
 	$(PY) -m torchscan demo
 
 lint: $(EXT_STAMP)
+	@if cargo tree --locked -p torchscan-core -e normal,build,dev | grep -q pyo3; then \
+		echo "torchscan-core must not depend on pyo3"; exit 1; fi
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
 	$(PY) -m ruff check python tests
