@@ -192,9 +192,10 @@ fn dispatch(value: &Value) -> Result<ReportKind, Problem> {
     }
 }
 
-/// Rewrites serde's messages about a named field so that the path ends at that field.
+/// Makes the path of a missing (or, in value metadata, misplaced) field end at that field. serde's
+/// path already ends at an unknown field, but stops at the object that lacks a required one.
 fn field_problem(mut path: JsonPath, message: String) -> Problem {
-    for prefix in ["missing field `", "unknown field `", "duplicate field `"] {
+    for prefix in ["missing field `", "unexpected field `"] {
         if let Some(rest) = message.strip_prefix(prefix)
             && let Some(end) = rest.find('`')
         {
@@ -293,6 +294,20 @@ mod tests {
         assert_eq!(value["a"][1], Value::from(0));
         let paths: Vec<_> = problems.iter().map(|p| p.path.as_str()).collect();
         assert_eq!(paths, ["$.a[1]", "$.b.c"]);
+    }
+
+    #[test]
+    fn missing_and_unknown_fields_are_located_at_the_field() {
+        let problems = parse_report(
+            r#"{"schema_version": 1, "kind": "flops", "context": {"torchscan_version": "0.3.0", "bogus": 1}}"#,
+        )
+        .expect_err("unknown field");
+        assert_eq!(problems[0].path, "$.context.bogus");
+        assert!(problems[0].message.starts_with("unknown field `bogus`"));
+        let problems = parse_report(r#"{"schema_version": 1, "kind": "flops", "context": {}}"#)
+            .expect_err("missing field");
+        assert_eq!(problems[0].path, "$.context.torchscan_version");
+        assert_eq!(problems[0].message, "missing field `torchscan_version`");
     }
 
     #[test]

@@ -325,7 +325,10 @@ pub struct Context {
 }
 
 /// Metadata of a value passed to or returned by a module or workload; never its contents.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+///
+/// Deserialization goes through [`RawValueMeta`] instead of serde's internally tagged enums, which
+/// buffer their content and so lose the JSON path of an error inside a value.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ValueMeta {
     /// A tensor: shape, dtype, device and whether it requires grad.
@@ -410,3 +413,141 @@ pub struct TypeOnlyMeta {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmptyMeta {}
+
+/// The `kind` tag of a [`ValueMeta`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ValueKind {
+    Tensor,
+    Tuple,
+    List,
+    Dict,
+    Dataclass,
+    NamedTuple,
+    None,
+    Scalar,
+    Other,
+}
+
+impl ValueKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            ValueKind::Tensor => "tensor",
+            ValueKind::Tuple => "tuple",
+            ValueKind::List => "list",
+            ValueKind::Dict => "dict",
+            ValueKind::Dataclass => "dataclass",
+            ValueKind::NamedTuple => "named_tuple",
+            ValueKind::None => "none",
+            ValueKind::Scalar => "scalar",
+            ValueKind::Other => "other",
+        }
+    }
+
+    /// The fields each kind has besides `kind`.
+    fn fields(self) -> &'static [&'static str] {
+        match self {
+            ValueKind::Tensor => &["shape", "dtype", "device", "requires_grad"],
+            ValueKind::Tuple | ValueKind::List => &["items"],
+            ValueKind::Dict => &["entries"],
+            ValueKind::Dataclass | ValueKind::NamedTuple => &["type_name", "fields"],
+            ValueKind::None => &[],
+            ValueKind::Scalar | ValueKind::Other => &["type_name"],
+        }
+    }
+}
+
+/// Every field any [`ValueMeta`] variant has, read in place so that errors keep their paths.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawValueMeta {
+    kind: ValueKind,
+    shape: Option<Vec<u64>>,
+    dtype: Option<String>,
+    device: Option<String>,
+    requires_grad: Option<bool>,
+    items: Option<Vec<ValueMeta>>,
+    entries: Option<Vec<NamedValueMeta>>,
+    type_name: Option<String>,
+    fields: Option<Vec<NamedValueMeta>>,
+}
+
+impl RawValueMeta {
+    fn present_fields(&self) -> [(&'static str, bool); 8] {
+        [
+            ("shape", self.shape.is_some()),
+            ("dtype", self.dtype.is_some()),
+            ("device", self.device.is_some()),
+            ("requires_grad", self.requires_grad.is_some()),
+            ("items", self.items.is_some()),
+            ("entries", self.entries.is_some()),
+            ("type_name", self.type_name.is_some()),
+            ("fields", self.fields.is_some()),
+        ]
+    }
+
+    fn into_value_meta(self) -> Result<ValueMeta, String> {
+        let allowed = self.kind.fields();
+        for (name, present) in self.present_fields() {
+            if present && !allowed.contains(&name) {
+                return Err(format!(
+                    "unexpected field `{name}` for kind `{}`; expected {}",
+                    self.kind.as_str(),
+                    if allowed.is_empty() {
+                        "no other field".to_owned()
+                    } else {
+                        allowed
+                            .iter()
+                            .map(|f| format!("`{f}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    }
+                ));
+            }
+            if !present && allowed.contains(&name) {
+                return Err(format!("missing field `{name}`"));
+            }
+        }
+        let missing = || "missing field".to_owned();
+        Ok(match self.kind {
+            ValueKind::Tensor => ValueMeta::Tensor(TensorMeta {
+                shape: self.shape.ok_or_else(missing)?,
+                dtype: self.dtype.ok_or_else(missing)?,
+                device: self.device.ok_or_else(missing)?,
+                requires_grad: self.requires_grad.ok_or_else(missing)?,
+            }),
+            ValueKind::Tuple => ValueMeta::Tuple(SequenceMeta {
+                items: self.items.ok_or_else(missing)?,
+            }),
+            ValueKind::List => ValueMeta::List(SequenceMeta {
+                items: self.items.ok_or_else(missing)?,
+            }),
+            ValueKind::Dict => ValueMeta::Dict(MappingMeta {
+                entries: self.entries.ok_or_else(missing)?,
+            }),
+            ValueKind::Dataclass => ValueMeta::Dataclass(RecordMeta {
+                type_name: self.type_name.ok_or_else(missing)?,
+                fields: self.fields.ok_or_else(missing)?,
+            }),
+            ValueKind::NamedTuple => ValueMeta::NamedTuple(RecordMeta {
+                type_name: self.type_name.ok_or_else(missing)?,
+                fields: self.fields.ok_or_else(missing)?,
+            }),
+            ValueKind::None => ValueMeta::None(EmptyMeta {}),
+            ValueKind::Scalar => ValueMeta::Scalar(TypeOnlyMeta {
+                type_name: self.type_name.ok_or_else(missing)?,
+            }),
+            ValueKind::Other => ValueMeta::Other(TypeOnlyMeta {
+                type_name: self.type_name.ok_or_else(missing)?,
+            }),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for ValueMeta {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        RawValueMeta::deserialize(deserializer)?
+            .into_value_meta()
+            .map_err(serde::de::Error::custom)
+    }
+}
