@@ -4,7 +4,9 @@ use std::collections::BTreeSet;
 
 use crate::problem::{JsonPath, Problem};
 use crate::schema::analysis::{AnalysisMode, AnalysisReport, Layer, ReceptiveField};
-use crate::schema::benchmark::{BenchmarkReport, ProfilerPass, TimingEvidence, TimingSettings};
+use crate::schema::benchmark::{
+    BenchmarkMetrics, BenchmarkReport, PassName, ProfilerPass, TimingEvidence, TimingSettings,
+};
 use crate::schema::common::{
     Context, Diagnostic, DiagnosticCode, MetricResult, MetricStatus, ValueMeta, is_known_unit,
     is_valid_work_unit,
@@ -745,6 +747,126 @@ fn check_benchmark(c: &mut Checker, report: &BenchmarkReport) {
         }
     }
     check_profiler(c, &report.profiler);
+    check_passes(c, report);
+    check_memory_order(c, metrics);
+}
+
+/// A pass that was not requested leaves its metrics unavailable and its evidence null.
+fn check_passes(c: &mut Checker, report: &BenchmarkReport) {
+    let requested = |pass: PassName| report.settings.passes.contains(&pass);
+    let m = &report.metrics;
+    let by_pass: [(PassName, &[(&str, &MetricResult)]); 4] = [
+        (
+            PassName::Latency,
+            &[
+                ("first_call", &m.first_call),
+                ("latency", &m.latency),
+                ("latency_iqr", &m.latency_iqr),
+                ("throughput", &m.throughput),
+            ],
+        ),
+        (
+            PassName::OperatorFlops,
+            &[("operator_flops", &m.operator_flops)],
+        ),
+        (
+            PassName::TensorMemory,
+            &[
+                ("tensor_memory_peak", &m.tensor_memory_peak),
+                ("allocator_reserved_peak", &m.allocator_reserved_peak),
+            ],
+        ),
+        (
+            PassName::ProcessRss,
+            &[
+                ("process_rss_peak", &m.process_rss_peak),
+                ("process_rss_workload_peak", &m.process_rss_workload_peak),
+                ("process_rss_baseline", &m.process_rss_baseline),
+            ],
+        ),
+    ];
+    for (pass, metrics) in by_pass {
+        if requested(pass) {
+            continue;
+        }
+        for (key, metric) in metrics {
+            if metric.status != MetricStatus::Unavailable {
+                c.at("metrics", |c| {
+                    c.at(key, |c| {
+                        c.problem_at("status", format!("the `{}` pass was not requested (settings.passes), so this metric is unavailable", pass_name(pass)))
+                    })
+                });
+            }
+        }
+    }
+    if !requested(PassName::Latency) && report.timing.is_some() {
+        c.problem_at(
+            "timing",
+            "the `latency` pass was not requested (settings.passes), so timing is null",
+        );
+    }
+    if !requested(PassName::OperatorFlops) && report.operator_flops.is_some() {
+        c.problem_at("operator_flops", "the `operator_flops` pass was not requested (settings.passes), so this breakdown is null");
+    }
+    if !requested(PassName::Profiler) && report.profiler.status != MetricStatus::Unavailable {
+        c.at("profiler", |c| {
+            c.problem_at(
+                "status",
+                "the `profiler` pass was not requested (settings.passes), so it is unavailable",
+            )
+        });
+    }
+}
+
+fn pass_name(pass: PassName) -> &'static str {
+    match pass {
+        PassName::Latency => "latency",
+        PassName::OperatorFlops => "operator_flops",
+        PassName::TensorMemory => "tensor_memory",
+        PassName::ProcessRss => "process_rss",
+        PassName::Profiler => "profiler",
+    }
+}
+
+/// Peaks that contain each other are ordered: reserved >= allocated, lifetime >= workload >= baseline.
+fn check_memory_order(c: &mut Checker, m: &BenchmarkMetrics) {
+    let pairs = [
+        (
+            "allocator_reserved_peak",
+            &m.allocator_reserved_peak,
+            "tensor_memory_peak",
+            &m.tensor_memory_peak,
+            "allocator reserved bytes include the allocated bytes",
+        ),
+        (
+            "process_rss_peak",
+            &m.process_rss_peak,
+            "process_rss_workload_peak",
+            &m.process_rss_workload_peak,
+            "the lifetime peak includes the workload peak",
+        ),
+        (
+            "process_rss_workload_peak",
+            &m.process_rss_workload_peak,
+            "process_rss_baseline",
+            &m.process_rss_baseline,
+            "the workload peak is measured from the baseline's high-water mark",
+        ),
+    ];
+    for (larger_key, larger, smaller_key, smaller, why) in pairs {
+        if let (Some(high), Some(low)) = (larger.value, smaller.value)
+            && high < low
+        {
+            c.at("metrics", |c| {
+                c.at(larger_key, |c| {
+                    c.problem_at(
+                        "value",
+                        format!("{high} is below {smaller_key} ({low}); {why}"),
+                    )
+                })
+            });
+        }
+    }
 }
 
 fn check_peak_memory(c: &mut Checker, report: &PeakMemoryReport) {
@@ -943,7 +1065,7 @@ fn check_comparison(c: &mut Checker, report: &BenchmarkComparisonReport) {
                 } else {
                     for (key, number) in numbers {
                         if number.is_some() {
-                            c.problem_at(key, format!("a {} delta leaves {key} null", status_name(delta.status)));
+                            c.problem_at(key, format!("{} delta leaves {key} null", with_article(status_name(delta.status))));
                         }
                     }
                     if delta.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
@@ -960,6 +1082,15 @@ fn check_comparison(c: &mut Checker, report: &BenchmarkComparisonReport) {
             });
         }
     });
+}
+
+fn with_article(word: &str) -> String {
+    let article = if word.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    };
+    format!("{article} {word}")
 }
 
 fn status_name(status: DeltaStatus) -> &'static str {
