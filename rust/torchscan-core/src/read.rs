@@ -68,7 +68,7 @@ fn quote_non_finite_tokens(text: &str) -> Option<String> {
 }
 
 /// Reports every marker string left by [`quote_non_finite_tokens`] and replaces it with `0` so
-/// that the typed parse and the invariant checks can still run on the rest of the document.
+/// that the typed parse can still look for a structural error in the rest of the document.
 fn take_non_finite_markers(value: &mut Value, path: &mut JsonPath, problems: &mut Vec<Problem>) {
     match value {
         Value::String(text) => {
@@ -213,18 +213,18 @@ fn typed<T: DeserializeOwned>(value: Value) -> Result<T, Problem> {
     })
 }
 
-/// Parses report JSON into a typed [`Report`], checking structure only.
-///
-/// Dispatches on `schema_version` first (an unknown version is an error naming the versions this
-/// build reads), then on `kind`. Returns every non-finite number found and the first structural
-/// error, each with its JSON path.
-pub fn parse_report(text: &str) -> Result<Report, Vec<Problem>> {
-    let (value, mut problems) = parse_json(text)?;
+/// Parses leniently: the typed report when the structure is sound (even if non-finite numbers
+/// were found and replaced), and every problem found so far.
+fn parse_lenient(text: &str) -> (Option<Report>, Vec<Problem>) {
+    let (value, mut problems) = match parse_json(text) {
+        Ok(parsed) => parsed,
+        Err(problems) => return (None, problems),
+    };
     let kind = match dispatch(&value) {
         Ok(kind) => kind,
         Err(problem) => {
             problems.push(problem);
-            return Err(problems);
+            return (None, problems);
         }
     };
     let report = match kind {
@@ -248,19 +248,32 @@ pub fn parse_report(text: &str) -> Result<Report, Vec<Problem>> {
         }
     };
     match report {
-        Ok(report) if problems.is_empty() => Ok(report),
-        Ok(_) => Err(problems),
+        Ok(report) => (Some(report), problems),
         Err(problem) => {
             problems.push(problem);
-            Err(problems)
+            (None, problems)
         }
+    }
+}
+
+/// Parses report JSON into a typed [`Report`], checking structure only.
+///
+/// Dispatches on `schema_version` first (an unknown version is an error naming the versions this
+/// build reads), then on `kind`. Returns every non-finite number found and the first structural
+/// error, each with its JSON path.
+pub fn parse_report(text: &str) -> Result<Report, Vec<Problem>> {
+    match parse_lenient(text) {
+        (Some(report), problems) if problems.is_empty() => Ok(report),
+        (_, problems) => Err(problems),
     }
 }
 
 /// Parses and validates report JSON: structure first, then every semantic invariant.
 ///
 /// On failure returns every problem found, each with its JSON path. Structural errors stop the
-/// typed parse at the first one (non-finite numbers are all listed); invariant checks list all.
+/// typed parse at the first one. Non-finite numbers are all listed; the invariant checks run
+/// once every number is finite (a stand-in for a non-finite number would only make them report
+/// consequences of the same defect), and then list every problem.
 pub fn read_report(text: &str) -> Result<Report, Vec<Problem>> {
     let report = parse_report(text)?;
     let problems = crate::validate::check_report(&report);

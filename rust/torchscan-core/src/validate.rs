@@ -157,6 +157,9 @@ fn check_metric(c: &mut Checker, key: &str, metric: &MetricResult, expected_unit
                 if metric.known_value.is_none() {
                     c.problem_at("known_value", "a partial metric has a known_value (a lower bound)");
                 }
+                if metric.reason.as_deref().is_none_or(|reason| reason.trim().is_empty()) {
+                    c.problem_at("reason", "a partial metric says what is missing in reason");
+                }
             }
             MetricStatus::Unavailable => {
                 if metric.value.is_some() {
@@ -295,6 +298,19 @@ fn check_operator_flops(
                 });
             }
         });
+        for (key, names) in [
+            ("counted", flops.counted.iter().map(|op| op.operator.as_str()).collect::<Vec<_>>()),
+            ("excluded", flops.excluded.iter().map(|op| op.operator.as_str()).collect()),
+            ("uncounted", flops.uncounted.iter().map(|op| op.operator.as_str()).collect()),
+        ] {
+            if let Some(index) = names.windows(2).position(|pair| pair[0] > pair[1]) {
+                c.at(key, |c| {
+                    c.at_index(index + 1, |c| {
+                        c.problem_at("operator", format!("operators are sorted by name; `{}` comes after `{}`", names[index + 1], names[index]))
+                    })
+                });
+            }
+        }
         match flops.total.status {
             MetricStatus::Complete if !flops.uncounted.is_empty() => c.at("total", |c| {
                 c.problem_at(
@@ -645,6 +661,19 @@ fn check_profiler(c: &mut Checker, profiler: &ProfilerPass) {
             }
         }
         c.at("top_operators", |c| {
+            let self_times: Vec<f64> = profiler
+                .top_operators
+                .iter()
+                .map(|op| op.self_time_s)
+                .collect();
+            if let Some(index) = self_times.windows(2).position(|pair| pair[0] < pair[1]) {
+                c.at_index(index + 1, |c| {
+                    c.problem_at(
+                        "self_time_s",
+                        "top operators are sorted by self time, largest first",
+                    )
+                });
+            }
             for (index, op) in profiler.top_operators.iter().enumerate() {
                 c.at_index(index, |c| {
                     c.non_empty("operator", &op.operator);

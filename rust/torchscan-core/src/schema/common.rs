@@ -87,7 +87,8 @@ impl MetricStatus {
 /// One number with its status, unit, scope and method.
 ///
 /// Invariants (checked by the validator): `complete` has `value == known_value`, both set;
-/// `partial` has `value` null and `known_value` set; `unavailable` has both null and a `reason`.
+/// `partial` has `value` null, `known_value` set and a `reason`; `unavailable` has both null and a
+/// `reason`.
 /// Numbers are finite and non-negative; zero is a value, never a stand-in for a missing one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -104,7 +105,7 @@ pub struct MetricResult {
     pub scope: String,
     /// How the number was obtained.
     pub method: String,
-    /// Why the metric is partial or unavailable; required when unavailable, null when complete.
+    /// Why the metric is partial or unavailable (required for both); null when complete.
     #[serde(default)]
     pub reason: Option<String>,
 }
