@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+
+from torchscan import validate_report
 
 from .conftest import ROOT
 
@@ -39,3 +42,26 @@ def test_readme_gives_exactly_the_two_setup_commands() -> None:
     setup = text.split("## Set up", 1)[1].split("##", 1)[0]
     first_block = setup.split("```console\n", 1)[1].split("```", 1)[0]
     assert first_block.splitlines() == ["make demo", "make test"]
+
+
+JSON_BLOCK = re.compile(r"^```json\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def json_reports() -> list[tuple[str, str]]:
+    found = []
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        for index, match in enumerate(JSON_BLOCK.finditer(text)):
+            if '"schema_version"' in match.group(1):
+                found.append((f"{document.relative_to(ROOT)}#json{index}", match.group(1)))
+    return found
+
+
+def test_docs_show_a_whole_report() -> None:
+    assert any(name.startswith("docs/report-schema.md") for name, _ in json_reports())
+
+
+@pytest.mark.parametrize(("name", "text"), json_reports(), ids=[name for name, _ in json_reports()])
+def test_json_report_examples_are_valid(name: str, text: str) -> None:
+    report = json.loads(text)
+    assert validate_report(report) == report["kind"], name
