@@ -9,18 +9,7 @@ from torchscan.cli import example_report_text
 
 from .conftest import ROOT
 
-README_SUMMARY = """\
-Workload on cpu (1 PyTorch threads)
-  First call: 0.174 ms
-  Latency (block median): 0.006 ms
-  Latency IQR: 0.001 ms
-  Throughput: 4,191,866.300 samples/s
-  Operator FLOPs: 1,048,576.000 FLOPs
-  PyTorch peak memory: 0.094 MiB
-    Scope: PyTorch tracked CPU tensors
-  Process peak RSS: unavailable (not requested)
-  Profiler: not requested (separate instrumented pass)
-"""
+README_SUMMARY = (ROOT / "tests/fixtures/example_workload.summary.txt").read_text(encoding="utf-8")
 
 
 def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -60,3 +49,8 @@ def test_module_usage_error() -> None:
     result = run(sys.executable, "-m", "torchscan", "frobnicate")
     assert result.returncode == 2
     assert "invalid choice" in result.stderr
+
+
+def test_readme_quotes_the_summary() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"```text\n{README_SUMMARY}```" in readme

@@ -13,16 +13,21 @@ from torchscan import validate_report
 from .conftest import ROOT
 
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 
-def examples() -> list[tuple[str, str]]:
+def code_blocks(language: str) -> list[tuple[str, str]]:
+    """Every fenced block of ``language`` in the documents, named ``FILE#language-INDEX``."""
+    pattern = re.compile(rf"^```{language}\n(.*?)^```", re.DOTALL | re.MULTILINE)
     found = []
     for document in DOCUMENTS:
         text = document.read_text(encoding="utf-8")
-        for index, match in enumerate(BLOCK.finditer(text)):
-            found.append((f"{document.relative_to(ROOT)}#{index}", match.group(1)))
+        for index, match in enumerate(pattern.finditer(text)):
+            found.append((f"{document.relative_to(ROOT)}#{language}-{index}", match.group(1)))
     return found
+
+
+def examples() -> list[tuple[str, str]]:
+    return code_blocks("python")
 
 
 def test_readme_has_examples() -> None:
@@ -44,17 +49,8 @@ def test_readme_gives_exactly_the_two_setup_commands() -> None:
     assert first_block.splitlines() == ["make demo", "make test"]
 
 
-JSON_BLOCK = re.compile(r"^```json\n(.*?)^```", re.DOTALL | re.MULTILINE)
-
-
 def json_reports() -> list[tuple[str, str]]:
-    found = []
-    for document in DOCUMENTS:
-        text = document.read_text(encoding="utf-8")
-        for index, match in enumerate(JSON_BLOCK.finditer(text)):
-            if '"schema_version"' in match.group(1):
-                found.append((f"{document.relative_to(ROOT)}#json{index}", match.group(1)))
-    return found
+    return [(name, text) for name, text in code_blocks("json") if '"schema_version"' in text]
 
 
 def test_docs_show_a_whole_report() -> None:

@@ -1,0 +1,279 @@
+//! Text of analysis and FLOP reports: the layer table and the operator breakdown.
+
+use super::{format_metric, group_thousands, push_diagnostics, push_line, threads_text};
+
+use crate::schema::analysis::AnalysisReport;
+use crate::schema::common::{MetricResult, MetricStatus, ValueMeta};
+use crate::schema::flops::{FlopReport, OperatorFlops};
+
+fn shape_text(meta: &ValueMeta) -> String {
+    match meta {
+        ValueMeta::Tensor(tensor) => format!(
+            "[{}]",
+            tensor
+                .shape
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        ValueMeta::Tuple(seq) | ValueMeta::List(seq) => {
+            let open_close = if matches!(meta, ValueMeta::Tuple(_)) {
+                ("(", ")")
+            } else {
+                ("[", "]")
+            };
+            format!(
+                "{}{}{}",
+                open_close.0,
+                seq.items
+                    .iter()
+                    .map(shape_text)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                open_close.1
+            )
+        }
+        ValueMeta::Dict(mapping) => format!(
+            "{{{}}}",
+            mapping
+                .entries
+                .iter()
+                .map(|e| format!("{}: {}", e.name, shape_text(&e.value)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        ValueMeta::Dataclass(record) | ValueMeta::NamedTuple(record) => format!(
+            "{}({})",
+            record.type_name,
+            record
+                .fields
+                .iter()
+                .map(|f| format!("{}={}", f.name, shape_text(&f.value)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        ValueMeta::None(_) => "None".to_owned(),
+        ValueMeta::Scalar(t) | ValueMeta::Other(t) => t.type_name.clone(),
+    }
+}
+
+/// A metric as a table cell: the number, `>=` a lower bound, or `-` when unavailable.
+fn metric_cell(metric: &MetricResult) -> String {
+    match (metric.status, metric.known_value) {
+        (MetricStatus::Complete, Some(v)) => group_thousands(v, 0),
+        (MetricStatus::Partial, Some(v)) => format!(">={}", group_thousands(v, 0)),
+        _ => "-".to_owned(),
+    }
+}
+
+fn truncate(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_owned()
+    } else {
+        let kept: String = text.chars().take(width.saturating_sub(3)).collect();
+        format!("{kept}...")
+    }
+}
+
+pub(super) fn summarize_analysis(out: &mut String, report: &AnalysisReport) {
+    let context = &report.context;
+    let mode = match report.mode {
+        crate::schema::analysis::AnalysisMode::Full => "full",
+        crate::schema::analysis::AnalysisMode::Structure => "structure",
+    };
+    push_line(
+        out,
+        0,
+        &format!(
+            "Analysis of {} ({mode} mode, {}, {} PyTorch threads)",
+            context.model_type.as_deref().unwrap_or("a model"),
+            context.device.as_deref().unwrap_or("unknown device"),
+            threads_text(context.torch_threads)
+        ),
+    );
+    let headers = [
+        "Layer (type)",
+        "Output shape",
+        "Params",
+        "Trainable",
+        "FLOPs",
+        "MACs",
+    ];
+    let rows: Vec<[String; 6]> = report
+        .layers
+        .iter()
+        .filter(|layer| !layer.path.is_empty())
+        .map(|layer| {
+            let name = layer.path.rsplit('.').next().unwrap_or(&layer.path);
+            let call = if layer.call_index > 0 {
+                format!(" #{}", layer.call_index + 1)
+            } else {
+                String::new()
+            };
+            let indent = "  ".repeat(layer.depth.saturating_sub(1) as usize);
+            [
+                truncate(&format!("{indent}{name}{call} ({})", layer.type_name), 48),
+                truncate(&shape_text(&layer.output), 28),
+                group_thousands(layer.parameters as f64, 0),
+                group_thousands(layer.trainable_parameters as f64, 0),
+                metric_cell(&layer.flops),
+                metric_cell(&layer.macs),
+            ]
+        })
+        .collect();
+    let mut widths = headers.map(str::len);
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let format_row = |cells: [&str; 6]| {
+        let mut line = String::new();
+        for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
+            if index > 0 {
+                line.push_str("  ");
+            }
+            let pad = width.saturating_sub(cell.chars().count());
+            if index < 2 {
+                line.push_str(cell);
+                line.extend(std::iter::repeat_n(' ', pad));
+            } else {
+                line.extend(std::iter::repeat_n(' ', pad));
+                line.push_str(cell);
+            }
+        }
+        line.trim_end().to_owned()
+    };
+    let header_line = format_row(headers);
+    let rule = "-".repeat(header_line.chars().count());
+    push_line(out, 0, &rule);
+    push_line(out, 0, &header_line);
+    push_line(out, 0, &rule);
+    for row in &rows {
+        push_line(
+            out,
+            0,
+            &format_row([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]),
+        );
+    }
+    push_line(out, 0, &rule);
+    let totals = &report.totals;
+    push_line(
+        out,
+        2,
+        &format!(
+            "Parameters: {} (trainable {}, frozen {})",
+            group_thousands(totals.parameters as f64, 0),
+            group_thousands(totals.trainable_parameters as f64, 0),
+            group_thousands(totals.frozen_parameters as f64, 0)
+        ),
+    );
+    if totals.shared_tensors > 0 {
+        push_line(
+            out,
+            4,
+            &format!("Shared tensors counted once: {}", totals.shared_tensors),
+        );
+    }
+    push_line(
+        out,
+        2,
+        &format!("Buffers: {}", group_thousands(totals.buffers as f64, 0)),
+    );
+    push_line(
+        out,
+        2,
+        &format!(
+            "Parameter storage: {} (storage, not peak memory)",
+            format_metric(&totals.parameter_bytes)
+        ),
+    );
+    push_line(
+        out,
+        2,
+        &format!(
+            "Buffer storage: {} (storage, not peak memory)",
+            format_metric(&totals.buffer_bytes)
+        ),
+    );
+    for (label, metric) in [
+        ("Module FLOPs (estimate)", &totals.module_flops),
+        ("Module MACs (estimate)", &totals.module_macs),
+        ("Module DMAs (estimate)", &totals.module_dmas),
+    ] {
+        push_line(out, 2, &format!("{label}: {}", format_metric(metric)));
+    }
+    push_line(
+        out,
+        2,
+        &format!(
+            "Operator FLOPs (separate view, never add to module FLOPs): {}",
+            format_metric(&report.operator_flops.total)
+        ),
+    );
+    push_diagnostics(out, &report.diagnostics);
+}
+
+fn summarize_operator_flops(out: &mut String, flops: &OperatorFlops) {
+    push_line(
+        out,
+        2,
+        &format!("Operator FLOPs: {}", format_metric(&flops.total)),
+    );
+    let mut counted: Vec<_> = flops.counted.iter().collect();
+    counted.sort_by(|a, b| {
+        b.flops
+            .total_cmp(&a.flops)
+            .then_with(|| a.operator.cmp(&b.operator))
+    });
+    for op in counted {
+        push_line(
+            out,
+            4,
+            &format!(
+                "{}: {} FLOPs over {} calls",
+                op.operator,
+                group_thousands(op.flops, 0),
+                group_thousands(op.calls as f64, 0)
+            ),
+        );
+    }
+    for op in &flops.uncounted {
+        push_line(
+            out,
+            4,
+            &format!(
+                "{}: uncounted, {} calls",
+                op.operator,
+                group_thousands(op.calls as f64, 0)
+            ),
+        );
+    }
+    if !flops.excluded.is_empty() {
+        let excluded_calls: u64 = flops.excluded.iter().map(|op| op.calls).sum();
+        push_line(
+            out,
+            4,
+            &format!(
+                "Excluded by convention: {} operators, {} calls",
+                flops.excluded.len(),
+                group_thousands(excluded_calls as f64, 0)
+            ),
+        );
+    }
+}
+
+pub(super) fn summarize_flops(out: &mut String, report: &FlopReport) {
+    push_line(
+        out,
+        0,
+        &format!(
+            "Operator FLOPs of {} on {}",
+            report.callable.as_deref().unwrap_or("a callable"),
+            report.context.device.as_deref().unwrap_or("unknown device")
+        ),
+    );
+    summarize_operator_flops(out, &report.operator_flops);
+    push_diagnostics(out, &report.diagnostics);
+}

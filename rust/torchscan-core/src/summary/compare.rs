@@ -1,0 +1,205 @@
+//! Text of output checks, benchmark comparisons and report diffs.
+
+use super::{
+    display_number, display_path, group_thousands, push_diagnostics, push_line, reason_suffix,
+};
+
+use std::fmt::Write as _;
+
+use crate::schema::common::MetricStatus;
+use crate::schema::comparison::{BenchmarkComparisonReport, CheckStatus, DeltaStatus, Verdict};
+use crate::schema::diff::ReportDiffReport;
+use crate::schema::output_check::OutputCheckReport;
+
+pub(super) fn summarize_output_check(out: &mut String, report: &OutputCheckReport) {
+    push_line(
+        out,
+        0,
+        &format!(
+            "Output check: {} (rtol {}, atol {}, {})",
+            if report.passed { "passed" } else { "failed" },
+            report.rtol,
+            report.atol,
+            report.method
+        ),
+    );
+    if !report.structure_matches {
+        push_line(out, 2, "Structure differs:");
+        for difference in &report.structure_differences {
+            push_line(
+                out,
+                4,
+                &format!(
+                    "{}: baseline {}, candidate {}",
+                    if difference.path.is_empty() {
+                        "(output)"
+                    } else {
+                        &difference.path
+                    },
+                    difference.baseline,
+                    difference.candidate
+                ),
+            );
+        }
+    }
+    let failed = report.leaves.iter().filter(|leaf| !leaf.passed).count();
+    push_line(
+        out,
+        2,
+        &format!("Leaves: {} compared, {failed} failed", report.leaves.len()),
+    );
+    for leaf in report.leaves.iter().filter(|leaf| !leaf.passed) {
+        let errors = match leaf.max_abs_error {
+            Some(abs) => format!(", max abs error {abs:e}"),
+            None => String::new(),
+        };
+        push_line(
+            out,
+            4,
+            &format!(
+                "{}: {} of {} elements mismatched{errors}",
+                if leaf.path.is_empty() {
+                    "(output)"
+                } else {
+                    &leaf.path
+                },
+                group_thousands(leaf.mismatched_elements as f64, 0),
+                group_thousands(leaf.elements as f64, 0)
+            ),
+        );
+    }
+    push_diagnostics(out, &report.diagnostics);
+}
+
+fn verdict_text(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Faster => "faster",
+        Verdict::Slower => "slower",
+        Verdict::NoDetectableChange => "no detectable change",
+        Verdict::Inconclusive => "inconclusive",
+        Verdict::Withheld => "withheld",
+    }
+}
+
+pub(super) fn summarize_comparison(out: &mut String, report: &BenchmarkComparisonReport) {
+    push_line(
+        out,
+        0,
+        &format!("Comparison: {}", verdict_text(report.verdict)),
+    );
+    let check = match report.check.status {
+        CheckStatus::Passed => "passed (it does not establish task accuracy)",
+        CheckStatus::Failed => "failed: every delta is withheld",
+        CheckStatus::Unchecked => "none given (unchecked)",
+    };
+    push_line(out, 2, &format!("Output check: {check}"));
+    for delta in &report.deltas {
+        let line = match (delta.status, delta.baseline, delta.candidate) {
+            (DeltaStatus::Complete, Some(baseline), Some(candidate)) => {
+                let mut line = format!(
+                    "{}: {} -> {}",
+                    delta.metric,
+                    display_number(baseline, &delta.unit),
+                    display_number(candidate, &delta.unit)
+                );
+                if let Some(ratio) = delta.ratio {
+                    let _ = write!(line, ", ratio {}", group_thousands(ratio, 3));
+                }
+                if let (Some(low), Some(high)) = (delta.ratio_ci_low, delta.ratio_ci_high) {
+                    let _ = write!(
+                        line,
+                        " [{}, {}] at {}% confidence",
+                        group_thousands(low, 3),
+                        group_thousands(high, 3),
+                        report.settings.confidence_level * 100.0
+                    );
+                }
+                if let Some(verdict) = delta.verdict {
+                    let _ = write!(line, ": {}", verdict_text(verdict));
+                }
+                line
+            }
+            (status, _, _) => format!(
+                "{}: {}{}",
+                delta.metric,
+                match status {
+                    DeltaStatus::Withheld => "withheld",
+                    DeltaStatus::Partial => "partial, no delta",
+                    _ => "unavailable",
+                },
+                reason_suffix(delta.reason.as_deref())
+            ),
+        };
+        push_line(out, 2, &line);
+    }
+    push_diagnostics(out, &report.diagnostics);
+}
+
+pub(super) fn summarize_diff(out: &mut String, report: &ReportDiffReport) {
+    push_line(
+        out,
+        0,
+        &format!(
+            "Report diff: {} -> {}",
+            report.before.model_type.as_deref().unwrap_or("before"),
+            report.after.model_type.as_deref().unwrap_or("after")
+        ),
+    );
+    for total in &report.totals {
+        let line = match (total.status, total.before, total.after, total.delta) {
+            (MetricStatus::Complete, Some(before), Some(after), Some(delta)) => format!(
+                "{}: {} -> {} ({}{})",
+                total.metric,
+                display_number(before, &total.unit),
+                display_number(after, &total.unit),
+                if delta >= 0.0 { "+" } else { "" },
+                display_number(delta, &total.unit)
+            ),
+            (status, _, _, _) => format!(
+                "{}: no delta, {}{}",
+                total.metric,
+                status.as_str(),
+                reason_suffix(total.reason.as_deref())
+            ),
+        };
+        push_line(out, 2, &line);
+    }
+    for (label, layers) in [
+        ("added", &report.layers_added),
+        ("removed", &report.layers_removed),
+    ] {
+        push_line(out, 2, &format!("Layers {label}: {}", layers.len()));
+        for layer in layers {
+            push_line(
+                out,
+                4,
+                &format!(
+                    "{} #{} ({})",
+                    display_path(&layer.path),
+                    layer.call_index,
+                    layer.type_name
+                ),
+            );
+        }
+    }
+    push_line(
+        out,
+        2,
+        &format!("Layers changed: {}", report.layers_changed.len()),
+    );
+    for layer in &report.layers_changed {
+        let fields: Vec<_> = layer.changes.iter().map(|c| c.field.as_str()).collect();
+        push_line(
+            out,
+            4,
+            &format!(
+                "{} #{} ({}): {}",
+                display_path(&layer.path),
+                layer.call_index,
+                layer.type_name,
+                fields.join(", ")
+            ),
+        );
+    }
+    push_diagnostics(out, &report.diagnostics);
+}

@@ -1,0 +1,325 @@
+//! Invariants of the model views: operator FLOPs, layers and analysis totals.
+
+use super::{
+    Checker, approx_equal, check_metric, check_value_meta, check_value_metas, has_diagnostic,
+};
+use crate::schema::analysis::{AnalysisMode, AnalysisReport, Layer, ReceptiveField};
+use crate::schema::common::{Diagnostic, DiagnosticCode, MetricStatus};
+use crate::schema::flops::{FlopReport, OperatorFlops};
+use std::collections::BTreeSet;
+
+pub(super) fn check_operator_flops(
+    c: &mut Checker,
+    key: &str,
+    flops: &OperatorFlops,
+    diagnostics: &[Diagnostic],
+) {
+    c.at(key, |c| {
+        check_metric(c, "total", &flops.total, Some("FLOPs"));
+        let mut seen = BTreeSet::new();
+        let mut note_operator = |c: &mut Checker, name: &str, calls: u64| {
+            c.non_empty("operator", name);
+            c.at_least_one("calls", calls);
+            if !seen.insert(name.to_owned()) {
+                c.problem_at(
+                    "operator",
+                    format!("`{name}` is listed more than once; each operator is in exactly one class, once"),
+                );
+            }
+        };
+        let mut counted_sum = 0.0;
+        c.at("counted", |c| {
+            for (index, op) in flops.counted.iter().enumerate() {
+                c.at_index(index, |c| {
+                    note_operator(c, &op.operator, op.calls);
+                    c.non_negative("flops", op.flops);
+                    counted_sum += op.flops;
+                });
+            }
+        });
+        c.at("excluded", |c| {
+            for (index, op) in flops.excluded.iter().enumerate() {
+                c.at_index(index, |c| note_operator(c, &op.operator, op.calls));
+            }
+        });
+        c.at("uncounted", |c| {
+            for (index, op) in flops.uncounted.iter().enumerate() {
+                c.at_index(index, |c| {
+                    note_operator(c, &op.operator, op.calls);
+                    let named = diagnostics.iter().any(|d| {
+                        d.code == DiagnosticCode::UncountedOperator
+                            && d.operator.as_deref() == Some(op.operator.as_str())
+                    });
+                    if !named {
+                        c.problem(format!(
+                            "no `uncounted_operator` diagnostic names `{}`",
+                            op.operator
+                        ));
+                    }
+                });
+            }
+        });
+        for (key, names) in [
+            ("counted", flops.counted.iter().map(|op| op.operator.as_str()).collect::<Vec<_>>()),
+            ("excluded", flops.excluded.iter().map(|op| op.operator.as_str()).collect()),
+            ("uncounted", flops.uncounted.iter().map(|op| op.operator.as_str()).collect()),
+        ] {
+            if let Some(index) = names.windows(2).position(|pair| pair[0] > pair[1]) {
+                c.at(key, |c| {
+                    c.at_index(index + 1, |c| {
+                        c.problem_at("operator", format!("operators are sorted by name; `{}` comes after `{}`", names[index + 1], names[index]))
+                    })
+                });
+            }
+        }
+        match flops.total.status {
+            MetricStatus::Complete if !flops.uncounted.is_empty() => c.at("total", |c| {
+                c.problem_at(
+                    "status",
+                    "cannot be complete while an operator is uncounted; use partial",
+                )
+            }),
+            MetricStatus::Partial if flops.uncounted.is_empty() => c.at("total", |c| {
+                c.problem_at(
+                    "status",
+                    "partial operator FLOPs list the uncounted operators that make them partial",
+                )
+            }),
+            _ => {}
+        }
+        if let Some(known) = flops.total.known_value
+            && !approx_equal(known, counted_sum)
+        {
+            c.at("total", |c| {
+                c.problem_at(
+                    "known_value",
+                    format!("must equal the sum of counted operators' flops, {counted_sum}"),
+                )
+            });
+        }
+        c.at("by_module", |c| {
+            let mut paths = BTreeSet::new();
+            for (index, module) in flops.by_module.iter().enumerate() {
+                c.at_index(index, |c| {
+                    if !paths.insert(module.path.as_str()) {
+                        c.problem_at(
+                            "path",
+                            format!("module `{}` is listed more than once", module.path),
+                        );
+                    }
+                    check_metric(c, "flops", &module.flops, Some("FLOPs"));
+                });
+            }
+        });
+    });
+}
+
+fn check_receptive_field(c: &mut Checker, field: &ReceptiveField) {
+    c.at("receptive_field", |c| {
+        let lists = [
+            ("size", &field.size),
+            ("stride", &field.stride),
+            ("padding", &field.padding),
+        ];
+        match field.status {
+            MetricStatus::Complete => {
+                let mut lengths = BTreeSet::new();
+                for (key, list) in lists {
+                    match list {
+                        Some(values) => {
+                            lengths.insert(values.len());
+                        }
+                        None => c.problem_at(
+                            key,
+                            "a complete receptive field sets size, stride and padding",
+                        ),
+                    }
+                }
+                if lengths.len() > 1 {
+                    c.problem(
+                        "size, stride and padding must have one entry per spatial dimension each",
+                    );
+                }
+                if field.reason.is_some() {
+                    c.problem_at("reason", "a complete receptive field has a null reason");
+                }
+            }
+            MetricStatus::Partial => {
+                if field.size.is_none() {
+                    c.problem_at(
+                        "size",
+                        "a partial receptive field gives lower bounds in size",
+                    );
+                }
+                if field.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+                    c.problem_at("reason", "a partial receptive field says why in reason");
+                }
+            }
+            MetricStatus::Unavailable => {
+                for (key, list) in lists {
+                    if list.is_some() {
+                        c.problem_at(
+                            key,
+                            "an unavailable receptive field has null size, stride and padding",
+                        );
+                    }
+                }
+                if field.reason.as_deref().is_none_or(|r| r.trim().is_empty()) {
+                    c.problem_at(
+                        "reason",
+                        "an unavailable receptive field says why in reason",
+                    );
+                }
+            }
+        }
+        for (key, list) in lists {
+            if let Some(values) = list {
+                c.at(key, |c| {
+                    for (index, value) in values.iter().enumerate() {
+                        if *value < 0.0 {
+                            c.at_index(index, |c| {
+                                c.problem(format!("must be non-negative, found {value}"))
+                            });
+                        }
+                    }
+                });
+            }
+        }
+    });
+}
+
+fn check_layer(c: &mut Checker, layer: &Layer, mode: AnalysisMode) {
+    c.non_empty("type_name", &layer.type_name);
+    let expected_depth = if layer.path.is_empty() {
+        0
+    } else {
+        layer.path.split('.').count() as u64
+    };
+    if layer.path.split('.').any(str::is_empty) && !layer.path.is_empty() {
+        c.problem_at("path", format!("`{}` has an empty component", layer.path));
+    } else if layer.depth != expected_depth {
+        c.problem_at(
+            "depth",
+            format!(
+                "must be {expected_depth} for path `{}` (0 for the root, else the number of path components)",
+                layer.path
+            ),
+        );
+    }
+    if layer.trainable_parameters > layer.parameters {
+        c.problem_at("trainable_parameters", "cannot exceed parameters");
+    }
+    check_value_metas(c, "inputs", &layer.inputs);
+    c.at("output", |c| check_value_meta(c, &layer.output));
+    for (key, metric, unit) in [
+        ("flops", &layer.flops, "FLOPs"),
+        ("macs", &layer.macs, "MACs"),
+        ("dmas", &layer.dmas, "DMAs"),
+    ] {
+        check_metric(c, key, metric, Some(unit));
+        if mode == AnalysisMode::Structure && metric.status != MetricStatus::Unavailable {
+            c.at(key, |c| {
+                c.problem_at(
+                    "status",
+                    "structure mode computes no estimates: unavailable (not requested)",
+                )
+            });
+        }
+    }
+    check_receptive_field(c, &layer.receptive_field);
+}
+
+pub(super) fn check_analysis(c: &mut Checker, report: &AnalysisReport) {
+    check_value_metas(c, "inputs", &report.inputs);
+    c.at("input_kwargs", |c| {
+        for (index, entry) in report.input_kwargs.iter().enumerate() {
+            c.at_index(index, |c| {
+                c.non_empty("name", &entry.name);
+                c.at("value", |c| check_value_meta(c, &entry.value));
+            });
+        }
+    });
+    let totals = &report.totals;
+    c.at("totals", |c| {
+        if totals
+            .trainable_parameters
+            .checked_add(totals.frozen_parameters)
+            != Some(totals.parameters)
+        {
+            c.problem_at(
+                "parameters",
+                format!(
+                    "must equal trainable_parameters + frozen_parameters ({} + {})",
+                    totals.trainable_parameters, totals.frozen_parameters
+                ),
+            );
+        }
+        check_metric(c, "parameter_bytes", &totals.parameter_bytes, Some("B"));
+        check_metric(c, "buffer_bytes", &totals.buffer_bytes, Some("B"));
+        for (key, metric, unit) in [
+            ("module_flops", &totals.module_flops, "FLOPs"),
+            ("module_macs", &totals.module_macs, "MACs"),
+            ("module_dmas", &totals.module_dmas, "DMAs"),
+        ] {
+            check_metric(c, key, metric, Some(unit));
+            if report.mode == AnalysisMode::Structure && metric.status != MetricStatus::Unavailable
+            {
+                c.at(key, |c| {
+                    c.problem_at(
+                        "status",
+                        "structure mode computes no estimates: unavailable (not requested)",
+                    )
+                });
+            }
+        }
+        if totals.shared_tensors > 0
+            && !has_diagnostic(&report.diagnostics, DiagnosticCode::SharedTensors)
+        {
+            c.problem_at(
+                "shared_tensors",
+                "shared tensors are reported with a `shared_tensors` diagnostic",
+            );
+        }
+    });
+    c.at("layers", |c| {
+        let mut identities = BTreeSet::new();
+        for (index, layer) in report.layers.iter().enumerate() {
+            c.at_index(index, |c| {
+                if !identities.insert((layer.path.as_str(), layer.call_index)) {
+                    c.problem(format!(
+                        "layer `{}` call {} appears more than once; identity is path plus call index",
+                        layer.path, layer.call_index
+                    ));
+                }
+                check_layer(c, layer, report.mode);
+            });
+        }
+    });
+    check_operator_flops(
+        c,
+        "operator_flops",
+        &report.operator_flops,
+        &report.diagnostics,
+    );
+    if report.mode == AnalysisMode::Structure
+        && report.operator_flops.total.status != MetricStatus::Unavailable
+    {
+        c.at("operator_flops", |c| {
+            c.at("total", |c| {
+                c.problem_at(
+                    "status",
+                    "structure mode computes no estimates: unavailable (not requested)",
+                )
+            })
+        });
+    }
+}
+
+pub(super) fn check_flops(c: &mut Checker, report: &FlopReport) {
+    check_operator_flops(
+        c,
+        "operator_flops",
+        &report.operator_flops,
+        &report.diagnostics,
+    );
+}
