@@ -1,4 +1,4 @@
-"""Builders of ``MetricResult`` dicts, so every producer states status, unit, scope and method alike."""
+"""Builders of ``MetricResult`` dicts: every producer states status, unit, scope and method."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``context`` of a report: versions, platform, device, threads and the flags that change numbers.
+"""The ``context`` of a report: versions, platform, device, threads and flags that change numbers.
 
 Never tensor values, file paths or reprs of user objects.
 """

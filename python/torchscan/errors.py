@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["ReportValidationError", "TorchscanError"]
+__all__ = [
+    "IncompleteAnalysisError",
+    "InvalidArgumentError",
+    "ReportValidationError",
+    "TorchscanError",
+]
+
+from typing import Any
 
 
 class TorchscanError(Exception):
@@ -25,3 +32,27 @@ class ReportValidationError(TorchscanError, ValueError):
 
     def __reduce__(self) -> tuple[type[ReportValidationError], tuple[list[tuple[str, str]]]]:
         return (type(self), (self.problems,))
+
+
+class InvalidArgumentError(TorchscanError, ValueError):
+    """An argument has a value torchscan cannot use; the message says what to pass instead."""
+
+
+class IncompleteAnalysisError(TorchscanError):
+    """``strict=True`` was given and a requested metric is partial or unavailable.
+
+    ``report`` is the whole report, so nothing measured is lost; ``metrics`` names the incomplete
+    metrics with their status.
+    """
+
+    def __init__(self, report: Any, metrics: list[tuple[str, str]]) -> None:
+        self.report = report
+        self.metrics: list[tuple[str, str]] = list(metrics)
+        listed = ", ".join(f"{name} ({status})" for name, status in self.metrics)
+        super().__init__(
+            f"strict analysis: requested metrics are incomplete: {listed}; "
+            "see the report's diagnostics (error.report) for what is missing"
+        )
+
+    def __reduce__(self) -> tuple[type[IncompleteAnalysisError], tuple[Any, list[tuple[str, str]]]]:
+        return (type(self), (self.report, self.metrics))

@@ -1,0 +1,108 @@
+"""Metadata of values passed to and returned by modules: shape, dtype, device, never contents."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from .reports import NamedValueMeta, TensorMeta, ValueMeta
+
+__all__ = ["describe", "dtype_name", "iter_tensors", "tensor_meta"]
+
+# Deeply nested or cyclic containers are cut off here rather than recursing without bound.
+_MAX_DEPTH = 32
+_SCALARS = (bool, int, float, complex, str, bytes)
+
+
+def dtype_name(dtype: Any) -> str:
+    """``torch.float32`` -> ``float32``."""
+    return str(dtype).removeprefix("torch.")
+
+
+def tensor_meta(tensor: Any) -> TensorMeta:
+    """Shape, dtype, device and ``requires_grad`` of a tensor."""
+    return {
+        "shape": [int(size) for size in tensor.shape],
+        "dtype": dtype_name(tensor.dtype),
+        "device": str(tensor.device),
+        "requires_grad": bool(tensor.requires_grad),
+    }
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
+
+
+def _key_name(key: Any) -> str:
+    # Plain keys are names; any other object is named by its type, never by its repr.
+    if isinstance(key, str):
+        return key
+    if isinstance(key, (bool, int, float)):
+        return str(key)
+    return _type_name(key)
+
+
+def describe(value: Any, _depth: int = 0) -> ValueMeta:
+    """The metadata tree of ``value``, never its contents.
+
+    Tensors, tuples, lists, dicts, dataclasses, named tuples, ``None`` and scalars (type only) are
+    described; anything else by its type name.
+    """
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return {"kind": "tensor", **tensor_meta(value)}
+    if value is None:
+        return {"kind": "none"}
+    if isinstance(value, _SCALARS):
+        return {"kind": "scalar", "type_name": _type_name(value)}
+    if _depth >= _MAX_DEPTH:
+        return {"kind": "other", "type_name": _type_name(value)}
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        fields: list[NamedValueMeta] = [
+            {"name": str(name), "value": describe(item, _depth + 1)}
+            for name, item in zip(type(value)._fields, value, strict=False)
+        ]
+        return {"kind": "named_tuple", "type_name": _type_name(value), "fields": fields}
+    if isinstance(value, tuple):
+        return {"kind": "tuple", "items": [describe(item, _depth + 1) for item in value]}
+    if isinstance(value, list):
+        return {"kind": "list", "items": [describe(item, _depth + 1) for item in value]}
+    if isinstance(value, Mapping):
+        entries: list[NamedValueMeta] = [
+            {
+                "name": key if isinstance(key, str) else _type_name(key),
+                "value": describe(item, _depth + 1),
+            }
+            for key, item in value.items()
+        ]
+        return {"kind": "dict", "entries": entries}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        record: list[NamedValueMeta] = [
+            {"name": field.name, "value": describe(getattr(value, field.name, None), _depth + 1)}
+            for field in dataclasses.fields(value)
+        ]
+        return {"kind": "dataclass", "type_name": _type_name(value), "fields": record}
+    return {"kind": "other", "type_name": _type_name(value)}
+
+
+def iter_tensors(value: Any, _depth: int = 0) -> list[Any]:
+    """Every tensor in ``value``, depth first, through the same containers as :func:`describe`."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if _depth >= _MAX_DEPTH or value is None or isinstance(value, _SCALARS):
+        return []
+    if isinstance(value, (tuple, list)):
+        return [t for item in value for t in iter_tensors(item, _depth + 1)]
+    if isinstance(value, Mapping):
+        return [t for item in value.values() for t in iter_tensors(item, _depth + 1)]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [
+            t
+            for field in dataclasses.fields(value)
+            for t in iter_tensors(getattr(value, field.name, None), _depth + 1)
+        ]
+    return []
