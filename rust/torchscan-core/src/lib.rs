@@ -2,8 +2,10 @@
 //!
 //! The serde types of every report kind ([`schema`]), the generated JSON Schema, reading with
 //! JSON paths and validation of every invariant ([`read`], [`validate`]), robust statistics
-//! ([`stats`]) and the text summary ([`summary`]). Pure functions; no Python and no torch here.
+//! ([`stats`]), the text summary ([`summary`]) and the comparison of two analyses ([`compare`]).
+//! Pure functions; no Python and no torch here.
 
+pub mod compare;
 pub mod problem;
 pub mod read;
 pub mod schema;
@@ -11,10 +13,13 @@ pub mod stats;
 pub mod summary;
 pub mod validate;
 
+pub use compare::{
+    CompareError, CompareFailure, compare_report_texts, compare_reports, compare_reports_json,
+};
 pub use problem::Problem;
 pub use read::{parse_report, read_report};
 pub use schema::{Report, ReportKind, json_schema_text};
-pub use summary::format_summary;
+pub use summary::{SummaryOptions, format_summary, format_summary_with};
 
 /// The version of this crate, written into reports as `context.torchscan_version`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,6 +1,8 @@
 //! Text of analysis and FLOP reports: the layer table and the operator breakdown.
 
-use super::{format_metric, group_thousands, push_diagnostics, push_line, threads_text};
+use super::{
+    SummaryOptions, format_metric, group_thousands, push_diagnostics, push_line, threads_text,
+};
 
 use crate::schema::analysis::AnalysisReport;
 use crate::schema::common::{MetricResult, MetricStatus, ValueMeta};
@@ -76,7 +78,11 @@ fn truncate(text: &str, width: usize) -> String {
     }
 }
 
-pub(super) fn summarize_analysis(out: &mut String, report: &AnalysisReport) {
+pub(super) fn summarize_analysis(
+    out: &mut String,
+    report: &AnalysisReport,
+    options: &SummaryOptions,
+) {
     let context = &report.context;
     let mode = match report.mode {
         crate::schema::analysis::AnalysisMode::Full => "full",
@@ -104,6 +110,11 @@ pub(super) fn summarize_analysis(out: &mut String, report: &AnalysisReport) {
         .layers
         .iter()
         .filter(|layer| !layer.path.is_empty())
+        .filter(|layer| {
+            options
+                .max_depth
+                .is_none_or(|max_depth| layer.depth <= max_depth)
+        })
         .map(|layer| {
             let name = layer.path.rsplit('.').next().unwrap_or(&layer.path);
             let call = if layer.call_index > 0 {

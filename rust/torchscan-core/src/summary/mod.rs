@@ -112,11 +112,23 @@ fn threads_text(threads: Option<u64>) -> String {
     threads.map_or_else(|| "unknown".to_owned(), |t| t.to_string())
 }
 
+/// Display options of the text summary.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SummaryOptions {
+    /// Hide analysis layers nested deeper than this (the root's children are depth 1).
+    pub max_depth: Option<u64>,
+}
+
 /// The text summary of a report: deterministic, one trailing newline.
 pub fn format_summary(report: &Report) -> String {
+    format_summary_with(report, &SummaryOptions::default())
+}
+
+/// The text summary of a report with display options.
+pub fn format_summary_with(report: &Report, options: &SummaryOptions) -> String {
     let mut out = String::new();
     match report {
-        Report::Analysis(r) => summarize_analysis(&mut out, r),
+        Report::Analysis(r) => summarize_analysis(&mut out, r, options),
         Report::Flops(r) => summarize_flops(&mut out, r),
         Report::Benchmark(r) => summarize_benchmark(&mut out, r),
         Report::PeakMemory(r) => summarize_peak_memory(&mut out, r),
