@@ -3,10 +3,12 @@
 __all__ = [
     "READABLE_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
+    "CoreCompareError",
     "CoreValidationError",
     "__version__",
     "block_timing",
     "cli_main",
+    "compare_reports_json",
     "format_summary_json",
     "iqr",
     "json_schema",
@@ -27,8 +29,12 @@ READABLE_SCHEMA_VERSIONS: list[int]
 class CoreValidationError(Exception):
     """A report failed validation; ``args[0]`` is a list of ``(path, message)`` pairs."""
 
+class CoreCompareError(Exception):
+    """Two valid reports cannot be compared; ``args[0]`` is the reason, for people."""
+
 def validate_report_json(text: str) -> str: ...
 def format_summary_json(text: str) -> str: ...
+def compare_reports_json(before: str, after: str) -> str: ...
 def json_schema() -> str: ...
 def median(values: list[float]) -> float: ...
 def quantile(values: list[float], q: float) -> float: ...

@@ -1,10 +1,10 @@
 //! The one place where core errors become Python exceptions.
 
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use torchscan_core::Problem;
 use torchscan_core::stats::StatsError;
+use torchscan_core::{CompareFailure, Problem};
 
 pyo3::create_exception!(
     _core,
@@ -13,11 +13,22 @@ pyo3::create_exception!(
     "A report failed validation; args[0] is a list of (path, message) pairs."
 );
 
+pyo3::create_exception!(
+    _core,
+    CoreCompareError,
+    PyException,
+    "Two valid reports cannot be compared; args[0] is the reason, for people."
+);
+
 /// Adds the exception types to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add(
         "CoreValidationError",
         module.py().get_type::<CoreValidationError>(),
+    )?;
+    module.add(
+        "CoreCompareError",
+        module.py().get_type::<CoreCompareError>(),
     )
 }
 
@@ -30,6 +41,17 @@ pub fn validation_error(py: Python<'_>, problems: Vec<Problem>) -> PyErr {
     match PyList::new(py, pairs) {
         Ok(list) => CoreValidationError::new_err((list.unbind(),)),
         Err(error) => error,
+    }
+}
+
+/// A comparison that gave no diff: invalid input as `CoreValidationError` (paths prefixed
+/// `before:` or `after:`), a refused comparison as `CoreCompareError(message)`, and a diff that
+/// fails validation (a bug) as `RuntimeError`.
+pub fn compare_error(py: Python<'_>, failure: CompareFailure) -> PyErr {
+    match failure {
+        CompareFailure::Invalid { .. } => validation_error(py, failure.problems()),
+        CompareFailure::Refused(error) => CoreCompareError::new_err(error.to_string()),
+        CompareFailure::Internal(_) => PyRuntimeError::new_err(failure.to_string()),
     }
 }
 

@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 use torchscan_core::stats;
 
-use crate::errors::{stats_error, validation_error};
+use crate::errors::{compare_error, stats_error, validation_error};
 
 /// Validates report JSON text; returns the report's kind or raises `CoreValidationError`.
 #[pyfunction]
@@ -21,6 +21,16 @@ fn format_summary_json(py: Python<'_>, text: &str) -> PyResult<String> {
     outcome
         .map(|report| torchscan_core::format_summary(&report))
         .map_err(|problems| validation_error(py, problems))
+}
+
+/// Compares two analysis reports given as JSON text; returns the `report_diff` report as JSON text.
+///
+/// Raises `CoreValidationError` when either input is invalid (paths prefixed `before:` or `after:`)
+/// and `CoreCompareError` when the reports cannot be compared.
+#[pyfunction]
+fn compare_reports_json(py: Python<'_>, before: &str, after: &str) -> PyResult<String> {
+    let outcome = py.detach(|| torchscan_core::compare_reports_json(before, after));
+    outcome.map_err(|failure| compare_error(py, failure))
 }
 
 /// The JSON Schema of report schema version 1, as text.
@@ -100,6 +110,7 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(validate_report_json, module)?)?;
     module.add_function(wrap_pyfunction!(format_summary_json, module)?)?;
+    module.add_function(wrap_pyfunction!(compare_reports_json, module)?)?;
     module.add_function(wrap_pyfunction!(json_schema, module)?)?;
     module.add_function(wrap_pyfunction!(median, module)?)?;
     module.add_function(wrap_pyfunction!(quantile, module)?)?;

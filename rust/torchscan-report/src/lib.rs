@@ -1,20 +1,24 @@
 //! The `torchscan-report` command line over torchscan-core: saved reports are validated,
 //! summarised and described without Python and without rerunning anything.
 //!
-//! Exit codes: 0 success, 1 invalid input, 2 usage (bad arguments or unreadable files).
+//! Exit codes: 0 success, 1 invalid input (or, for `diff`, reports that cannot be compared),
+//! 2 usage (bad arguments, unreadable input files or an unwritable output file).
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use clap::{Parser, Subcommand};
-use torchscan_core::{Problem, format_summary, json_schema_text, read_report};
+use clap::{Parser, Subcommand, ValueEnum};
+use torchscan_core::{
+    CompareFailure, Problem, Report, compare_report_texts, format_summary, json_schema_text,
+    read_report, to_json_text,
+};
 
 /// Exit code: everything succeeded.
 pub const EXIT_OK: i32 = 0;
-/// Exit code: an input report is invalid.
+/// Exit code: an input report is invalid, or `diff` refuses to compare the two reports.
 pub const EXIT_INVALID: i32 = 1;
-/// Exit code: bad arguments or an unreadable file.
+/// Exit code: bad arguments, an unreadable input file or an unwritable output file.
 pub const EXIT_USAGE: i32 = 2;
 
 const AFTER_HELP: &str = "\
@@ -23,10 +27,13 @@ Examples:
   torchscan-report summary workload.json
   cat workload.json | torchscan-report summary -
   torchscan-report schema > report.v1.schema.json
+  torchscan-report diff before.json after.json
+  torchscan-report diff before.json after.json --format json -o diff.json
 
-Exit codes: 0 ok, 1 invalid input, 2 usage.";
+Exit codes: 0 ok, 1 invalid input, 2 usage.
+`diff` also exits 1 when the two reports cannot be compared.";
 
-/// Validate, summarise and describe saved torchscan reports.
+/// Validate, summarise, compare and describe saved torchscan reports.
 #[derive(Debug, Parser)]
 #[command(name = "torchscan-report", version, after_help = AFTER_HELP)]
 pub struct Cli {
@@ -52,6 +59,34 @@ pub enum Command {
     },
     /// Print the JSON Schema of report schema version 1.
     Schema,
+    /// Compare two analysis reports of a model: totals, and layers added, removed and changed.
+    ///
+    /// Both reports must be valid `analysis` reports of one schema version, made in the same
+    /// analysis mode with the same estimate methods; otherwise nothing is written and the exit
+    /// code is 1.
+    Diff {
+        /// The analysis before the change (`-` reads standard input).
+        #[arg(value_name = "BEFORE")]
+        before: PathBuf,
+        /// The analysis after the change (`-` reads standard input).
+        #[arg(value_name = "AFTER")]
+        after: PathBuf,
+        /// `text` (the summary of the diff) or `json` (the `report_diff` report).
+        #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+        format: DiffFormat,
+        /// Write the output to this file (replaced atomically) instead of standard output (`-`).
+        #[arg(short = 'o', long = "output", value_name = "OUT")]
+        output: Option<PathBuf>,
+    },
+}
+
+/// The output formats of `diff`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiffFormat {
+    /// The text summary of the diff.
+    Text,
+    /// The `report_diff` report as pretty JSON.
+    Json,
 }
 
 /// Reads a file, or standard input for `-`.
@@ -144,6 +179,113 @@ fn summary(
     }
 }
 
+fn is_stdin(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+/// Writes `text` to `path` atomically: a temporary file in the same directory, then a rename, so
+/// that readers never see a partial file and a failure leaves any previous file as it was.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let mut temporary_name = OsString::from(".");
+    temporary_name.push(name);
+    temporary_name.push(format!(".{}.tmp", std::process::id()));
+    let temporary = directory.join(temporary_name);
+    let written = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temporary, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
+}
+
+fn diff(
+    before: &Path,
+    after: &Path,
+    format: DiffFormat,
+    output: Option<&Path>,
+    streams: (&mut dyn Read, &mut dyn Write, &mut dyn Write),
+) -> std::io::Result<i32> {
+    let (stdin, stdout, stderr) = streams;
+    if is_stdin(before) && is_stdin(after) {
+        writeln!(
+            stderr,
+            "torchscan-report: only one of BEFORE and AFTER can be `-` (standard input)"
+        )?;
+        return Ok(EXIT_USAGE);
+    }
+    let mut texts = Vec::with_capacity(2);
+    for path in [before, after] {
+        match read_input(path, stdin) {
+            Ok(text) => texts.push(text),
+            Err(error) => {
+                writeln!(
+                    stderr,
+                    "torchscan-report: cannot read {}: {error}",
+                    display_name(path)
+                )?;
+                return Ok(EXIT_USAGE);
+            }
+        }
+    }
+    let (before_name, after_name) = (display_name(before), display_name(after));
+    let diff = match compare_report_texts(&texts[0], &texts[1]) {
+        Ok(diff) => diff,
+        Err(CompareFailure::Invalid {
+            before: before_problems,
+            after: after_problems,
+        }) => {
+            print_problems(stderr, &before_name, &before_problems)?;
+            print_problems(stderr, &after_name, &after_problems)?;
+            return Ok(EXIT_INVALID);
+        }
+        Err(CompareFailure::Refused(error)) => {
+            writeln!(
+                stderr,
+                "torchscan-report: cannot compare {before_name} and {after_name}: {error}"
+            )?;
+            return Ok(EXIT_INVALID);
+        }
+        Err(failure @ CompareFailure::Internal(_)) => {
+            writeln!(stderr, "torchscan-report: {failure}")?;
+            return Ok(EXIT_INVALID);
+        }
+    };
+    let report = Report::ReportDiff(Box::new(diff));
+    let text = match format {
+        DiffFormat::Text => format_summary(&report),
+        DiffFormat::Json => to_json_text(&report),
+    };
+    match output.filter(|path| !is_stdin(path)) {
+        None => {
+            stdout.write_all(text.as_bytes())?;
+            Ok(EXIT_OK)
+        }
+        Some(path) => match write_atomically(path, &text) {
+            Ok(()) => Ok(EXIT_OK),
+            Err(error) => {
+                writeln!(
+                    stderr,
+                    "torchscan-report: cannot write {}: {error}",
+                    path.display()
+                )?;
+                Ok(EXIT_USAGE)
+            }
+        },
+    }
+}
+
 /// Runs the command line with explicit streams and returns the exit code.
 pub fn run<I, T>(
     args: I,
@@ -174,6 +316,18 @@ where
         Command::Schema => stdout
             .write_all(json_schema_text().as_bytes())
             .map(|()| EXIT_OK),
+        Command::Diff {
+            before,
+            after,
+            format,
+            output,
+        } => diff(
+            before,
+            after,
+            *format,
+            output.as_deref(),
+            (stdin, stdout, stderr),
+        ),
     };
     let code = match outcome {
         Ok(code) => code,

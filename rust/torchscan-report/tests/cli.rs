@@ -154,3 +154,192 @@ fn summary_of_an_invalid_report_exits_one() {
     );
     assert_eq!(stdout(&output), "");
 }
+
+fn fixture_str(relative: &str) -> String {
+    fixture(relative).to_string_lossy().into_owned()
+}
+
+#[test]
+fn diff_prints_the_text_summary_of_the_comparison() {
+    let before = fixture_str("reports/analysis_small_cnn.json");
+    let after = fixture_str("reports/analysis_small_cnn_widened.json");
+    let output = run(&["diff", &before, &after], None);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
+    let text = stdout(&output);
+    assert!(
+        text.starts_with(
+            "Report diff: Sequential -> Sequential\n  parameters: 314 -> 618 (+304)\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  Layers added: 1\n    5 #0 (Identity)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "    0 #0 (Conv2d): output, parameters, trainable_parameters, flops, macs, dmas\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("info structure_changed: 1 layer added"),
+        "{text}"
+    );
+    let dash = run(&["diff", &before, &after, "-o", "-"], None);
+    assert_eq!(dash.status.code(), Some(0));
+    assert_eq!(stdout(&dash), text, "`-o -` is standard output");
+}
+
+#[test]
+fn diff_json_is_a_valid_report_diff_and_reads_stdin_for_a_dash() {
+    let before = fixture_str("reports/analysis_small_cnn.json");
+    let after_text =
+        fs::read_to_string(fixture("reports/analysis_small_cnn_widened.json")).expect("fixture");
+    let output = run(
+        &["diff", &before, "-", "--format", "json"],
+        Some(&after_text),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let json = stdout(&output);
+    let value: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(value["kind"], "report_diff");
+    assert_eq!(value["layers_added"][0]["path"], "5");
+    let validated = run(&["validate", "-"], Some(&json));
+    assert_eq!(validated.status.code(), Some(0), "{}", stdout(&validated));
+
+    // The same diff with stdin as BEFORE: the JSON equals the file-only run.
+    let before_text =
+        fs::read_to_string(fixture("reports/analysis_small_cnn.json")).expect("fixture");
+    let after = fixture_str("reports/analysis_small_cnn_widened.json");
+    let output = run(&["diff", "-", &after, "--format=json"], Some(&before_text));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), json);
+}
+
+#[test]
+fn diff_writes_the_output_file_atomically() {
+    let dir = std::env::temp_dir().join(format!("torchscan-report-diff-{}", std::process::id()));
+    fs::create_dir_all(&dir).expect("temporary directory");
+    let out = dir.join("diff.json");
+    fs::write(&out, "old contents").expect("previous file");
+    let before = fixture_str("reports/analysis_small_cnn.json");
+    let after = fixture_str("reports/analysis_partial_operator_flops_tied_weights.json");
+    let out_arg = out.to_string_lossy().into_owned();
+    let output = run(
+        &["diff", &before, &after, "--format", "json", "-o", &out_arg],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "");
+    let written = fs::read_to_string(&out).expect("written");
+    let value: serde_json::Value = serde_json::from_str(&written).expect("JSON");
+    assert_eq!(value["kind"], "report_diff");
+    let module_flops = value["totals"]
+        .as_array()
+        .expect("totals")
+        .iter()
+        .find(|t| t["metric"] == "module_flops")
+        .expect("module_flops")
+        .clone();
+    assert_eq!(module_flops["status"], "partial");
+    assert_eq!(module_flops["delta"], serde_json::Value::Null);
+    // Only the output file is left: no temporary file.
+    let names: Vec<_> = fs::read_dir(&dir)
+        .expect("list")
+        .map(|entry| entry.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, [std::ffi::OsString::from("diff.json")]);
+
+    // A refused comparison leaves the previous file alone.
+    let structure = fixture_str("reports/analysis_structure_mode.json");
+    let output = run(&["diff", &before, &structure, "-o", &out_arg], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(fs::read_to_string(&out).expect("kept"), written);
+    fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn diff_refuses_reports_that_cannot_be_compared() {
+    let full = fixture_str("reports/analysis_small_cnn.json");
+    let structure = fixture_str("reports/analysis_structure_mode.json");
+    let output = run(&["diff", &full, &structure], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "torchscan-report: cannot compare {full} and {structure}: the analysis modes differ: \
+             before is `full`, after is `structure`; analyse both models in the same mode (both \
+             `full` or both `structure`)\n"
+        )
+    );
+    let benchmark = fixture_str("reports/benchmark_readme_cpu.json");
+    let output = run(&["diff", &benchmark, &full], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("the report before is a `benchmark` report"),
+        "{}",
+        stderr(&output)
+    );
+    let full_text =
+        fs::read_to_string(fixture("reports/analysis_small_cnn.json")).expect("fixture");
+    let version_two = full_text.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1);
+    let output = run(&["diff", &full, "-"], Some(&version_two));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("before is schema_version 1, after is schema_version 2"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn diff_of_invalid_input_prints_the_problems_and_exits_one() {
+    let full = fixture_str("reports/analysis_small_cnn.json");
+    let output = run(&["diff", "-", &full], Some("[]"));
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout(&output), "");
+    assert_eq!(
+        stderr(&output),
+        "<stdin>: $: a report must be a JSON object\n"
+    );
+    let invalid = fixture_str("invalid/unknown_analysis_mode.json");
+    let output = run(&["diff", &full, &invalid], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output)
+            .lines()
+            .all(|line| line.starts_with(&format!("{invalid}: $"))),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn diff_usage_errors_exit_two() {
+    let full = fixture_str("reports/analysis_small_cnn.json");
+    assert_eq!(run(&["diff"], None).status.code(), Some(2));
+    assert_eq!(run(&["diff", &full], None).status.code(), Some(2));
+    assert_eq!(
+        run(&["diff", &full, &full, "--format", "yaml"], None)
+            .status
+            .code(),
+        Some(2)
+    );
+    let both_stdin = run(&["diff", "-", "-"], Some("{}"));
+    assert_eq!(both_stdin.status.code(), Some(2));
+    assert!(stderr(&both_stdin).contains("only one of BEFORE and AFTER can be `-`"));
+    let missing = run(&["diff", &full, "/nonexistent/after.json"], None);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("cannot read /nonexistent/after.json"));
+    let unwritable = run(
+        &["diff", &full, &full, "-o", "/nonexistent/dir/out.json"],
+        None,
+    );
+    assert_eq!(unwritable.status.code(), Some(2));
+    assert!(stderr(&unwritable).contains("cannot write /nonexistent/dir/out.json"));
+    let help = run(&["--help"], None);
+    assert!(stdout(&help).contains("torchscan-report diff before.json after.json"));
+}

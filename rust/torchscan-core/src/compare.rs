@@ -1,0 +1,820 @@
+//! `compare_reports`: two `analysis` reports of a model, compared total by total and layer by layer
+//! into a `report_diff` report.
+//!
+//! - **Totals.** Each model-wide total becomes a [`TotalDelta`] whose status is the weaker of the
+//!   two sides' statuses. `before` (`after`) is set when that side is complete; `delta` is set only
+//!   when both are, and otherwise `reason` says which side is not complete and why, for example
+//!   `before is partial: FusedGELU has no estimate formula`. Element counts (`parameters`,
+//!   `trainable_parameters`, `frozen_parameters`, `buffers`, `shared_tensors`) are always complete.
+//! - **Layers** are matched by identity, module path plus call index: `layers_added` are only in
+//!   the report after, `layers_removed` only in the report before, and `layers_changed` are in both
+//!   with at least one differing field among `type_name`, `inputs`, `output`, `parameters`,
+//!   `trainable_parameters`, `buffers`, `flops`, `macs` and `dmas` (listed in that order).
+//!   Added and changed layers follow the order of the report after; removed layers the order of
+//!   the report before.
+//! - **Refusals** ([`CompareError`]): both reports must be `analysis` reports of one schema version,
+//!   made in the same analysis mode and with the same `module_flops` and `operator_flops` methods;
+//!   otherwise their numbers do not measure the same thing and no diff is made.
+//!
+//! [`compare_reports`] compares typed reports; [`compare_report_texts`] and
+//! [`compare_reports_json`] read and validate report JSON first and validate the diff they return.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::problem::Problem;
+use crate::schema::analysis::{AnalysisMode, AnalysisReport, Layer};
+use crate::schema::common::{
+    Context, Diagnostic, DiagnosticCode, MetricResult, MetricStatus, Severity, ValueMeta,
+};
+use crate::schema::diff::{
+    DiffSide, FieldChange, LayerChange, LayerRef, ReportDiffKind, ReportDiffReport, TotalDelta,
+};
+use crate::schema::{Report, ReportKind};
+use crate::summary::group_thousands;
+
+/// Which of the two compared reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Side {
+    /// The report before the change (the first argument).
+    Before,
+    /// The report after the change (the second argument).
+    After,
+}
+
+impl Side {
+    /// `before` or `after`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Before => "before",
+            Side::After => "after",
+        }
+    }
+}
+
+impl fmt::Display for Side {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+fn mode_name(mode: AnalysisMode) -> &'static str {
+    match mode {
+        AnalysisMode::Full => "full",
+        AnalysisMode::Structure => "structure",
+    }
+}
+
+/// Why two reports cannot be compared: their numbers would not measure the same thing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompareError {
+    /// One report is not an `analysis` report.
+    NotAnalysis {
+        /// The side that is not an analysis.
+        side: Side,
+        /// Its kind.
+        kind: ReportKind,
+    },
+    /// The reports were written with different schema versions (checked on the raw JSON).
+    SchemaVersionMismatch {
+        /// `schema_version` of the report before.
+        before: u64,
+        /// `schema_version` of the report after.
+        after: u64,
+    },
+    /// One analysis is `full` and the other `structure`.
+    ModeMismatch {
+        /// The mode of the report before.
+        before: AnalysisMode,
+        /// The mode of the report after.
+        after: AnalysisMode,
+    },
+    /// The `method` of a compared total differs (`module_flops` or `operator_flops`).
+    MethodMismatch {
+        /// The total whose method differs.
+        metric: &'static str,
+        /// Its method in the report before.
+        before: String,
+        /// Its method in the report after.
+        after: String,
+    },
+}
+
+impl fmt::Display for CompareError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompareError::NotAnalysis { side, kind } => write!(
+                formatter,
+                "the report {side} is a `{}` report, but only two `analysis` reports can be \
+                 compared; pass the analyses (from crawl_module or summary) of both models",
+                kind.as_str()
+            ),
+            CompareError::SchemaVersionMismatch { before, after } => write!(
+                formatter,
+                "the reports have different schema versions: before is schema_version {before}, \
+                 after is schema_version {after}; make both reports with the same torchscan \
+                 version so that they share one schema version"
+            ),
+            CompareError::ModeMismatch { before, after } => write!(
+                formatter,
+                "the analysis modes differ: before is `{}`, after is `{}`; analyse both models \
+                 in the same mode (both `full` or both `structure`)",
+                mode_name(*before),
+                mode_name(*after)
+            ),
+            CompareError::MethodMismatch {
+                metric,
+                before,
+                after,
+            } => write!(
+                formatter,
+                "the `{metric}` method differs: before `{before}`, after `{after}`; the numbers \
+                 are not comparable, so analyse both models with the same torchscan version"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for CompareError {}
+
+/// Why [`compare_report_texts`] or [`compare_reports_json`] gave no diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompareFailure {
+    /// One or both inputs are not valid reports: every problem of each side, with its JSON path.
+    Invalid {
+        /// Problems of the report before (empty when it is valid).
+        before: Vec<Problem>,
+        /// Problems of the report after (empty when it is valid).
+        after: Vec<Problem>,
+    },
+    /// Both inputs are valid, but they cannot be compared.
+    Refused(CompareError),
+    /// The diff made from two valid reports fails validation: a bug in torchscan, never the
+    /// input's fault.
+    Internal(Vec<Problem>),
+}
+
+impl CompareFailure {
+    /// The problems of an [`CompareFailure::Invalid`] failure, each path prefixed with its side:
+    /// `before:$.totals.parameters`. Empty for the other variants.
+    pub fn problems(&self) -> Vec<Problem> {
+        match self {
+            CompareFailure::Invalid { before, after } => {
+                [(Side::Before, before), (Side::After, after)]
+                    .into_iter()
+                    .flat_map(|(side, problems)| {
+                        problems.iter().map(move |problem| {
+                            Problem::new(
+                                format!("{side}:{}", problem.path),
+                                problem.message.clone(),
+                            )
+                        })
+                    })
+                    .collect()
+            }
+            CompareFailure::Refused(_) | CompareFailure::Internal(_) => Vec::new(),
+        }
+    }
+}
+
+impl fmt::Display for CompareFailure {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompareFailure::Invalid { .. } => {
+                let problems = self.problems();
+                let count = problems.len();
+                write!(
+                    formatter,
+                    "invalid input ({count} problem{}):",
+                    if count == 1 { "" } else { "s" }
+                )?;
+                for problem in problems {
+                    write!(formatter, "\n  {problem}")?;
+                }
+                Ok(())
+            }
+            CompareFailure::Refused(error) => write!(formatter, "cannot compare: {error}"),
+            CompareFailure::Internal(problems) => {
+                write!(
+                    formatter,
+                    "internal error: the diff fails validation (please report this bug):"
+                )?;
+                for problem in problems {
+                    write!(formatter, "\n  {problem}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for CompareFailure {}
+
+impl From<CompareError> for CompareFailure {
+    fn from(error: CompareError) -> Self {
+        CompareFailure::Refused(error)
+    }
+}
+
+/// Checks that the two analyses measure the same things: same mode, same estimate methods.
+fn check_comparable(before: &AnalysisReport, after: &AnalysisReport) -> Result<(), CompareError> {
+    if before.mode != after.mode {
+        return Err(CompareError::ModeMismatch {
+            before: before.mode,
+            after: after.mode,
+        });
+    }
+    for (metric, before_method, after_method) in [
+        (
+            "module_flops",
+            &before.totals.module_flops.method,
+            &after.totals.module_flops.method,
+        ),
+        (
+            "operator_flops",
+            &before.operator_flops.total.method,
+            &after.operator_flops.total.method,
+        ),
+    ] {
+        if before_method != after_method {
+            return Err(CompareError::MethodMismatch {
+                metric,
+                before: before_method.clone(),
+                after: after_method.clone(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A total of element counts: always complete.
+fn count_delta(metric: &str, before: u64, after: u64) -> TotalDelta {
+    let (before, after) = (before as f64, after as f64);
+    TotalDelta {
+        metric: metric.to_owned(),
+        unit: "count".to_owned(),
+        status: MetricStatus::Complete,
+        before: Some(before),
+        after: Some(after),
+        delta: Some(after - before),
+        reason: None,
+    }
+}
+
+/// The value of a side when it is complete.
+fn complete_value(metric: &MetricResult) -> Option<f64> {
+    match metric.status {
+        MetricStatus::Complete => metric.value,
+        MetricStatus::Partial | MetricStatus::Unavailable => None,
+    }
+}
+
+/// Why a side is not complete, for the `reason` of a total: `before is partial: <reason>`.
+fn side_reason(side: Side, metric: &MetricResult) -> Option<String> {
+    match metric.status {
+        MetricStatus::Complete if metric.value.is_some() => None,
+        MetricStatus::Complete => Some(format!("{side} states no value")),
+        status => Some(match metric.reason.as_deref().map(str::trim) {
+            Some(reason) if !reason.is_empty() => {
+                format!("{side} is {}: {reason}", status.as_str())
+            }
+            _ => format!("{side} is {}", status.as_str()),
+        }),
+    }
+}
+
+/// A total of metrics: the weaker status, a side's value only when it is complete, the delta only
+/// when both are.
+fn metric_delta(
+    metric: &str,
+    unit: &str,
+    before: &MetricResult,
+    after: &MetricResult,
+) -> TotalDelta {
+    let before_value = complete_value(before);
+    let after_value = complete_value(after);
+    let mut status = before.status.weaker(after.status);
+    let delta = match (before_value, after_value) {
+        (Some(b), Some(a)) => Some(a - b),
+        _ => None,
+    };
+    if delta.is_none() && status == MetricStatus::Complete {
+        // A complete metric without a value (invalid input through the typed API): no delta.
+        status = MetricStatus::Unavailable;
+    }
+    let reason = if delta.is_some() {
+        None
+    } else {
+        let reasons: Vec<String> = [
+            side_reason(Side::Before, before),
+            side_reason(Side::After, after),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        Some(if reasons.is_empty() {
+            "a side is not complete".to_owned()
+        } else {
+            reasons.join("; ")
+        })
+    };
+    TotalDelta {
+        metric: metric.to_owned(),
+        unit: unit.to_owned(),
+        status,
+        before: before_value,
+        after: after_value,
+        delta,
+        reason,
+    }
+}
+
+fn totals(before: &AnalysisReport, after: &AnalysisReport) -> Vec<TotalDelta> {
+    let (b, a) = (&before.totals, &after.totals);
+    vec![
+        count_delta("parameters", b.parameters, a.parameters),
+        count_delta(
+            "trainable_parameters",
+            b.trainable_parameters,
+            a.trainable_parameters,
+        ),
+        count_delta(
+            "frozen_parameters",
+            b.frozen_parameters,
+            a.frozen_parameters,
+        ),
+        count_delta("buffers", b.buffers, a.buffers),
+        count_delta("shared_tensors", b.shared_tensors, a.shared_tensors),
+        metric_delta(
+            "parameter_bytes",
+            "B",
+            &b.parameter_bytes,
+            &a.parameter_bytes,
+        ),
+        metric_delta("buffer_bytes", "B", &b.buffer_bytes, &a.buffer_bytes),
+        metric_delta("module_flops", "FLOPs", &b.module_flops, &a.module_flops),
+        metric_delta("module_macs", "MACs", &b.module_macs, &a.module_macs),
+        metric_delta("module_dmas", "DMAs", &b.module_dmas, &a.module_dmas),
+        metric_delta(
+            "operator_flops",
+            "FLOPs",
+            &before.operator_flops.total,
+            &after.operator_flops.total,
+        ),
+    ]
+}
+
+/// An integer with thousands separators: `1,234,567`.
+fn count_text(count: u64) -> String {
+    let digits = count.to_string();
+    let mut text = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            text.push(',');
+        }
+        text.push(digit);
+    }
+    text
+}
+
+/// A number with thousands separators, without decimals when it is an integer.
+fn number_text(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        group_thousands(value, 0)
+    } else {
+        group_thousands(value, 3)
+    }
+}
+
+/// A layer metric as text: `388,800 FLOPs`, `partial, at least 1,000 FLOPs (reason)` or
+/// `unavailable (reason)`.
+fn metric_text(metric: &MetricResult) -> String {
+    let reason = match metric.reason.as_deref() {
+        Some(reason) if !reason.trim().is_empty() => format!(" ({reason})"),
+        _ => String::new(),
+    };
+    match (metric.status, metric.value, metric.known_value) {
+        (MetricStatus::Complete, Some(value), _) => {
+            format!("{} {}", number_text(value), metric.unit)
+        }
+        (MetricStatus::Partial, _, Some(known)) => format!(
+            "partial, at least {} {}{reason}",
+            number_text(known),
+            metric.unit
+        ),
+        (status, _, _) => format!("{}{reason}", status.as_str()),
+    }
+}
+
+/// The parts of a metric that make it change: its status and numbers.
+fn metric_key(metric: &MetricResult) -> (MetricStatus, Option<f64>, Option<f64>) {
+    (metric.status, metric.value, metric.known_value)
+}
+
+/// A value's metadata as text: `tensor [1, 8, 30, 30] float32`; `detailed` adds the device and
+/// the grad flag of tensors.
+fn value_text(meta: &ValueMeta, detailed: bool) -> String {
+    let join = |items: Vec<String>| items.join(", ");
+    match meta {
+        ValueMeta::Tensor(tensor) => {
+            let shape = join(tensor.shape.iter().map(u64::to_string).collect());
+            let mut text = format!("tensor [{shape}] {}", tensor.dtype);
+            if detailed {
+                text.push_str(" on ");
+                text.push_str(&tensor.device);
+                if tensor.requires_grad {
+                    text.push_str(", requires grad");
+                }
+            }
+            text
+        }
+        ValueMeta::Tuple(sequence) => format!(
+            "({})",
+            join(
+                sequence
+                    .items
+                    .iter()
+                    .map(|item| value_text(item, detailed))
+                    .collect()
+            )
+        ),
+        ValueMeta::List(sequence) => format!(
+            "[{}]",
+            join(
+                sequence
+                    .items
+                    .iter()
+                    .map(|item| value_text(item, detailed))
+                    .collect()
+            )
+        ),
+        ValueMeta::Dict(mapping) => format!(
+            "{{{}}}",
+            join(
+                mapping
+                    .entries
+                    .iter()
+                    .map(|entry| format!("{}: {}", entry.name, value_text(&entry.value, detailed)))
+                    .collect()
+            )
+        ),
+        ValueMeta::Dataclass(record) | ValueMeta::NamedTuple(record) => format!(
+            "{}({})",
+            record.type_name,
+            join(
+                record
+                    .fields
+                    .iter()
+                    .map(|field| format!("{}={}", field.name, value_text(&field.value, detailed)))
+                    .collect()
+            )
+        ),
+        ValueMeta::None(_) => "None".to_owned(),
+        ValueMeta::Scalar(type_only) | ValueMeta::Other(type_only) => type_only.type_name.clone(),
+    }
+}
+
+/// Several values' metadata as text; `(none)` when there is none.
+fn values_text(metas: &[ValueMeta], detailed: bool) -> String {
+    if metas.is_empty() {
+        "(none)".to_owned()
+    } else {
+        metas
+            .iter()
+            .map(|meta| value_text(meta, detailed))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// The texts of two differing values: the shape text, or the detailed text when the shape texts
+/// are equal (a device or grad flag changed).
+fn differing_texts<T: ?Sized>(
+    before: &T,
+    after: &T,
+    text: impl Fn(&T, bool) -> String,
+) -> (String, String) {
+    let (b, a) = (text(before, false), text(after, false));
+    if b == a {
+        (text(before, true), text(after, true))
+    } else {
+        (b, a)
+    }
+}
+
+/// The fields of a layer that differ between the two sides, in the layer's field order.
+fn layer_changes(before: &Layer, after: &Layer) -> Vec<FieldChange> {
+    let mut changes = Vec::new();
+    let mut push = |field: &str, (before, after): (String, String)| {
+        changes.push(FieldChange {
+            field: field.to_owned(),
+            before,
+            after,
+        });
+    };
+    if before.type_name != after.type_name {
+        push(
+            "type_name",
+            (before.type_name.clone(), after.type_name.clone()),
+        );
+    }
+    if before.inputs != after.inputs {
+        push(
+            "inputs",
+            differing_texts(
+                before.inputs.as_slice(),
+                after.inputs.as_slice(),
+                values_text,
+            ),
+        );
+    }
+    if before.output != after.output {
+        push(
+            "output",
+            differing_texts(&before.output, &after.output, value_text),
+        );
+    }
+    for (field, b, a) in [
+        ("parameters", before.parameters, after.parameters),
+        (
+            "trainable_parameters",
+            before.trainable_parameters,
+            after.trainable_parameters,
+        ),
+        ("buffers", before.buffers, after.buffers),
+    ] {
+        if b != a {
+            push(field, (count_text(b), count_text(a)));
+        }
+    }
+    for (field, b, a) in [
+        ("flops", &before.flops, &after.flops),
+        ("macs", &before.macs, &after.macs),
+        ("dmas", &before.dmas, &after.dmas),
+    ] {
+        if metric_key(b) != metric_key(a) {
+            push(field, (metric_text(b), metric_text(a)));
+        }
+    }
+    changes
+}
+
+fn layer_ref(layer: &Layer) -> LayerRef {
+    LayerRef {
+        path: layer.path.clone(),
+        call_index: layer.call_index,
+        type_name: layer.type_name.clone(),
+    }
+}
+
+/// Added, removed and changed layers, matched by (path, call index).
+fn layers(
+    before: &AnalysisReport,
+    after: &AnalysisReport,
+) -> (Vec<LayerRef>, Vec<LayerRef>, Vec<LayerChange>) {
+    // The first layer of each identity; a valid report has no repeated identity.
+    let mut before_layers: BTreeMap<(&str, u64), &Layer> = BTreeMap::new();
+    for layer in &before.layers {
+        before_layers
+            .entry((layer.path.as_str(), layer.call_index))
+            .or_insert(layer);
+    }
+    let mut after_identities = BTreeSet::new();
+    let mut added = Vec::new();
+    let mut changed = Vec::new();
+    for layer in &after.layers {
+        let identity = (layer.path.as_str(), layer.call_index);
+        if !after_identities.insert(identity) {
+            continue;
+        }
+        match before_layers.get(&identity) {
+            None => added.push(layer_ref(layer)),
+            Some(previous) => {
+                let changes = layer_changes(previous, layer);
+                if !changes.is_empty() {
+                    changed.push(LayerChange {
+                        path: layer.path.clone(),
+                        call_index: layer.call_index,
+                        type_name: layer.type_name.clone(),
+                        changes,
+                    });
+                }
+            }
+        }
+    }
+    let mut removed_identities = BTreeSet::new();
+    let removed = before
+        .layers
+        .iter()
+        .filter(|layer| {
+            let identity = (layer.path.as_str(), layer.call_index);
+            !after_identities.contains(&identity) && removed_identities.insert(identity)
+        })
+        .map(layer_ref)
+        .collect();
+    (added, removed, changed)
+}
+
+fn plural(count: usize, noun: &str) -> String {
+    format!("{count} {noun}{}", if count == 1 { "" } else { "s" })
+}
+
+fn optional_text(value: Option<&str>) -> &str {
+    value.unwrap_or("unknown")
+}
+
+fn dtypes_text(dtypes: &[String]) -> String {
+    if dtypes.is_empty() {
+        "none".to_owned()
+    } else {
+        dtypes.join(", ")
+    }
+}
+
+/// The differences of context that change numbers: device, dtypes, torch version, training mode.
+fn context_differences(before: &Context, after: &Context) -> Vec<String> {
+    let mut differences = Vec::new();
+    for (field, b, a) in [
+        ("device", &before.device, &after.device),
+        ("torch_version", &before.torch_version, &after.torch_version),
+    ] {
+        if b != a {
+            differences.push(format!(
+                "{field} ({} before, {} after)",
+                optional_text(b.as_deref()),
+                optional_text(a.as_deref())
+            ));
+        }
+    }
+    if before.dtypes != after.dtypes {
+        differences.push(format!(
+            "dtypes ({} before, {} after)",
+            dtypes_text(&before.dtypes),
+            dtypes_text(&after.dtypes)
+        ));
+    }
+    if before.model_training != after.model_training {
+        let mode = |training: Option<bool>| match training {
+            Some(true) => "train",
+            Some(false) => "eval",
+            None => "unknown",
+        };
+        differences.push(format!(
+            "model mode ({} before, {} after)",
+            mode(before.model_training),
+            mode(after.model_training)
+        ));
+    }
+    differences
+}
+
+fn diagnostics(
+    before: &AnalysisReport,
+    after: &AnalysisReport,
+    added: usize,
+    removed: usize,
+    changed: usize,
+) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    let differences = context_differences(&before.context, &after.context);
+    if !differences.is_empty() {
+        diagnostics.push(Diagnostic {
+            code: DiagnosticCode::ContextMismatch,
+            severity: Severity::Warning,
+            metric: None,
+            message: format!(
+                "the reports differ in {}; differences may come from the setting, not the model",
+                differences.join(", ")
+            ),
+            path: None,
+            operator: None,
+        });
+    }
+    if added > 0 || removed > 0 {
+        diagnostics.push(Diagnostic {
+            code: DiagnosticCode::StructureChanged,
+            severity: Severity::Info,
+            metric: None,
+            message: format!(
+                "{} added, {} removed, {} changed (layers are matched by module path and call index)",
+                plural(added, "layer"),
+                plural(removed, "layer"),
+                plural(changed, "layer")
+            ),
+            path: None,
+            operator: None,
+        });
+    }
+    diagnostics
+}
+
+/// Compares two analyses of a model into a `report_diff` report.
+///
+/// Pure and deterministic. Refuses reports made in different analysis modes, or whose
+/// `module_flops` or `operator_flops` methods differ ([`CompareError`]). The diff's context records
+/// only this crate's version; each side keeps its model type and context. Diagnostics:
+/// `context_mismatch` (warning) when the device, dtypes, torch version or the model's training
+/// mode differ, `structure_changed` (info) when layers were added or removed. See the
+/// [module documentation](self) for the rules of totals and layers.
+pub fn compare_reports(
+    before: &AnalysisReport,
+    after: &AnalysisReport,
+) -> Result<ReportDiffReport, CompareError> {
+    check_comparable(before, after)?;
+    let (layers_added, layers_removed, layers_changed) = layers(before, after);
+    let diagnostics = diagnostics(
+        before,
+        after,
+        layers_added.len(),
+        layers_removed.len(),
+        layers_changed.len(),
+    );
+    let side = |report: &AnalysisReport| DiffSide {
+        model_type: report.context.model_type.clone(),
+        context: report.context.clone(),
+    };
+    Ok(ReportDiffReport {
+        schema_version: Default::default(),
+        kind: ReportDiffKind::Tag,
+        context: Context {
+            torchscan_version: crate::VERSION.to_owned(),
+            ..Context::default()
+        },
+        diagnostics,
+        before: side(before),
+        after: side(after),
+        totals: totals(before, after),
+        layers_added,
+        layers_removed,
+        layers_changed,
+    })
+}
+
+/// The `schema_version` of report JSON when it is a non-negative integer; `None` when the text is
+/// not a JSON object with one (validation then says what is wrong).
+fn raw_schema_version(text: &str) -> Option<u64> {
+    serde_json::from_str::<Value>(text)
+        .ok()?
+        .get("schema_version")?
+        .as_u64()
+}
+
+/// Reads, validates and compares two reports given as JSON text; the diff is validated too.
+///
+/// In order: the raw `schema_version`s must be equal ([`CompareError::SchemaVersionMismatch`]),
+/// both texts must be valid reports ([`CompareFailure::Invalid`], with the problems of each side),
+/// both must be `analysis` reports ([`CompareError::NotAnalysis`]) and comparable
+/// ([`compare_reports`]). A diff that fails validation is [`CompareFailure::Internal`].
+pub fn compare_report_texts(before: &str, after: &str) -> Result<ReportDiffReport, CompareFailure> {
+    if let (Some(before_version), Some(after_version)) =
+        (raw_schema_version(before), raw_schema_version(after))
+        && before_version != after_version
+    {
+        return Err(CompareError::SchemaVersionMismatch {
+            before: before_version,
+            after: after_version,
+        }
+        .into());
+    }
+    let (before, after) = match (crate::read_report(before), crate::read_report(after)) {
+        (Ok(before), Ok(after)) => (before, after),
+        (before, after) => {
+            return Err(CompareFailure::Invalid {
+                before: before.err().unwrap_or_default(),
+                after: after.err().unwrap_or_default(),
+            });
+        }
+    };
+    let (before, after) = match (before, after) {
+        (Report::Analysis(before), Report::Analysis(after)) => (before, after),
+        (Report::Analysis(_), other) => {
+            return Err(CompareError::NotAnalysis {
+                side: Side::After,
+                kind: other.kind(),
+            }
+            .into());
+        }
+        (other, _) => {
+            return Err(CompareError::NotAnalysis {
+                side: Side::Before,
+                kind: other.kind(),
+            }
+            .into());
+        }
+    };
+    let diff = Report::ReportDiff(Box::new(compare_reports(&before, &after)?));
+    let problems = crate::validate::check_report(&diff);
+    match diff {
+        Report::ReportDiff(diff) if problems.is_empty() => Ok(*diff),
+        _ => Err(CompareFailure::Internal(problems)),
+    }
+}
+
+/// [`compare_report_texts`], returning the diff as pretty JSON with a trailing newline
+/// ([`crate::to_json_text`]).
+pub fn compare_reports_json(before: &str, after: &str) -> Result<String, CompareFailure> {
+    let diff = compare_report_texts(before, after)?;
+    Ok(crate::to_json_text(&Report::ReportDiff(Box::new(diff))))
+}
