@@ -327,7 +327,7 @@ pub struct Context {
 
 /// Metadata of a value passed to or returned by a module or workload; never its contents.
 ///
-/// Deserialization goes through [`RawValueMeta`] instead of serde's internally tagged enums, which
+/// Deserialization goes through a flat private struct instead of serde's internally tagged enums, which
 /// buffer their content and so lose the JSON path of an error inside a value.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -15,9 +15,9 @@ use comparison::{check_comparison, check_diff, check_output_check};
 use model::{check_analysis, check_flops};
 
 /// Relative tolerance for numbers a reader can recompute from other fields of the same report.
-const RECOMPUTE_RELATIVE_TOLERANCE: f64 = 1e-9;
+pub const RECOMPUTE_RELATIVE_TOLERANCE: f64 = 1e-9;
 
-/// Whether two numbers agree to [`RECOMPUTE_RELATIVE_TOLERANCE`].
+/// Whether two numbers agree to a relative tolerance of 1e-9.
 pub fn approx_equal(left: f64, right: f64) -> bool {
     let scale = left.abs().max(right.abs()).max(f64::MIN_POSITIVE);
     (left - right).abs() <= RECOMPUTE_RELATIVE_TOLERANCE * scale
