@@ -7,7 +7,16 @@ method and scope. Reports follow schema version 1 (``docs/report-schema.md``).
 from __future__ import annotations
 
 from . import _core
-from .errors import ReportValidationError, TorchscanError
+from .compare import compare_reports
+from .crawl import crawl_module, summary
+from .errors import (
+    IncompleteAnalysisError,
+    InvalidArgumentError,
+    ReportComparisonError,
+    ReportValidationError,
+    TorchscanError,
+)
+from .flops import OperatorFlopCounter, measure_flops
 from .reports import (
     AnalysisReport,
     BenchmarkComparison,
@@ -38,14 +47,22 @@ __all__ = [
     "Context",
     "Diagnostic",
     "FlopReport",
+    "IncompleteAnalysisError",
+    "InvalidArgumentError",
     "MetricResult",
+    "OperatorFlopCounter",
     "OutputCheck",
     "PeakMemoryReport",
     "Report",
+    "ReportComparisonError",
     "ReportDiff",
     "ReportValidationError",
     "TorchscanError",
     "__version__",
+    "compare_reports",
+    "crawl_module",
     "format_summary",
+    "measure_flops",
+    "summary",
     "validate_report",
 ]

@@ -62,7 +62,7 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
         fields: list[NamedValueMeta] = [
             {"name": str(name), "value": describe(item, _depth + 1)}
-            for name, item in zip(type(value)._fields, value, strict=False)
+            for name, item in zip(getattr(type(value), "_fields", ()), value, strict=False)
         ]
         return {"kind": "named_tuple", "type_name": _type_name(value), "fields": fields}
     if isinstance(value, tuple):

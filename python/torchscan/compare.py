@@ -6,24 +6,11 @@ import json
 from typing import cast
 
 from . import _core
-from .errors import ReportValidationError, TorchscanError
+from .errors import ReportComparisonError, ReportValidationError
 from .reports import ReportDiff
 from .validation import ReportInput, report_json
 
 __all__ = ["ReportComparisonError", "compare_reports"]
-
-
-class ReportComparisonError(TorchscanError):
-    """Two valid reports cannot be compared: their numbers would not measure the same thing.
-
-    Raised when either report is not an ``analysis`` report, when their schema versions differ,
-    when one analysis is ``full`` and the other ``structure``, or when the ``module_flops`` or
-    ``operator_flops`` methods differ. ``reason`` says what differs and what to do.
-    """
-
-    def __init__(self, reason: str) -> None:
-        self.reason: str = reason
-        super().__init__(reason)
 
 
 def _side_json(side: str, report: ReportInput) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "IncompleteAnalysisError",
     "InvalidArgumentError",
+    "ReportComparisonError",
     "ReportValidationError",
     "TorchscanError",
 ]
@@ -56,3 +57,16 @@ class IncompleteAnalysisError(TorchscanError):
 
     def __reduce__(self) -> tuple[type[IncompleteAnalysisError], tuple[Any, list[tuple[str, str]]]]:
         return (type(self), (self.report, self.metrics))
+
+
+class ReportComparisonError(TorchscanError):
+    """Two valid reports cannot be compared: their numbers would not measure the same thing.
+
+    Raised when either report is not an ``analysis`` report, when their schema versions differ,
+    when one analysis is ``full`` and the other ``structure``, or when the ``module_flops`` or
+    ``operator_flops`` methods differ. ``reason`` says what differs and what to do.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason: str = reason
+        super().__init__(reason)

@@ -1,0 +1,514 @@
+"""Operator FLOPs: count every operator a callable executes, under PyTorch's conventions.
+
+:class:`OperatorFlopCounter` is a context manager over a private ``TorchDispatchMode``. Every
+operator that runs is put in exactly one class:
+
+* *counted*: it has a formula (PyTorch's ``torch.utils.flop_counter`` registry, torchscan's
+  formulas for the CPU kernels PyTorch leaves out, or a formula the caller gives). A
+  multiply-accumulate is 2 FLOPs; bias adds and other elementwise work are not counted.
+* *excluded by convention*: elementwise, normalization, pooling, reduction, data movement or
+  allocation. Listed with call counts; the total stays complete.
+* *uncounted*: anything else. The total becomes partial (a lower bound) and a diagnostic names the
+  operator, so an unknown kernel is never a silent zero.
+
+:func:`measure_flops` runs a zero-argument callable once under a counter and returns a ``flops``
+report. This module does not import torch until a counter starts, so ``import torchscan`` stays
+fast.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._metrics import complete, partial
+from .errors import InvalidArgumentError
+from .reports import (
+    CountedOperator,
+    Diagnostic,
+    ExcludedOperator,
+    FlopReport,
+    MetricResult,
+    ModuleOperatorFlops,
+    OperatorFlops,
+    UncountedOperator,
+)
+
+if TYPE_CHECKING:
+    from .opflops.classify import ExclusionClass
+    from .opflops.formulas import RawFormula
+    from .opflops.mode import OperatorFlopMode
+
+__all__ = [
+    "FLOPS_METHOD",
+    "FlopFormula",
+    "ModulePaths",
+    "OperatorFlopCounter",
+    "measure_flops",
+]
+
+#: The ``method`` of every operator-FLOPs metric.
+FLOPS_METHOD = (
+    "torch dispatch mode with per-operator FLOP formulas "
+    "(matmul and convolution: 2 FLOPs per multiply-accumulate)"
+)
+_CALL_SCOPE = "operators executed by one call"
+_COUNTER_SCOPE = "operators executed while the counter was active"
+_MODULE_SCOPE = "operators executed inside this module, children included"
+
+#: A FLOP formula in ``FlopCounterMode``'s convention: ``formula(*shapes, out_shape=..., **kwargs)``
+#: where every tensor argument is replaced by its shape (``torch.Size``), returning an ``int``.
+#: A formula with the attribute ``_get_raw = True`` (as ``register_flop_formula(get_raw=True)``
+#: sets) gets the tensors themselves and the output as ``out_val=...`` instead.
+FlopFormula = Callable[..., int]
+
+#: A callable returning the module paths active now, outermost first (``["", "layer1",
+#: "layer1.0"]``): how a caller that tracks modules itself tells the counter where it is.
+ModulePaths = Callable[[], Iterable[str]]
+
+
+@dataclass
+class _OperatorStats:
+    calls: int = 0
+    flops: int = 0
+    counted_calls: int = 0
+    uncounted_calls: int = 0
+    exclusion: ExclusionClass | None = None
+    failures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _ModuleStats:
+    flops: int = 0
+    uncounted: set[str] = field(default_factory=set)
+
+
+def _module_roots(modules: Any) -> list[tuple[str, Any]]:
+    """``(path prefix, module)`` pairs from a module, a name->module mapping or an iterable."""
+    import torch
+
+    if modules is None:
+        return []
+    if isinstance(modules, torch.nn.Module):
+        return [("", modules)]
+    if isinstance(modules, Mapping):
+        roots = list(modules.items())
+    elif isinstance(modules, Iterable) and not isinstance(modules, (str, bytes)):
+        # Roots of an iterable are named by their position: "0", "1", ...
+        roots = [(str(index), module) for index, module in enumerate(modules)]
+    else:
+        raise InvalidArgumentError(
+            "modules must be a torch.nn.Module, a mapping of names to modules or an iterable of "
+            f"modules; got {type(modules).__name__}"
+        )
+    for name, module in roots:
+        if not isinstance(name, str) or not isinstance(module, torch.nn.Module):
+            raise InvalidArgumentError(
+                "modules must map names (str) to torch.nn.Module instances; got "
+                f"{type(name).__name__} -> {type(module).__name__}"
+            )
+    return roots
+
+
+def _join(prefix: str, name: str) -> str:
+    if not prefix:
+        return name
+    return f"{prefix}.{name}" if name else prefix
+
+
+def _formula_key(key: Any) -> Any:
+    """Normalize a ``formulas`` key: an ``OpOverload``/``OpOverloadPacket``, or ``"ns::name"``."""
+    import torch
+
+    if isinstance(key, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return key
+    if isinstance(key, torch._ops.HigherOrderOperator):
+        return key
+    if isinstance(key, str) and "::" in key and all(key.split("::", 1)):
+        return key
+    raise InvalidArgumentError(
+        "a formulas key is an operator (torch.ops.mylib.op or torch.ops.mylib.op.default) or its "
+        f"name as 'namespace::name'; got {key!r}"
+    )
+
+
+def _user_formulas(formulas: Mapping[Any, FlopFormula] | None) -> dict[Any, RawFormula]:
+    from .opflops.formulas import from_shape_formula
+
+    if formulas is None:
+        return {}
+    if not isinstance(formulas, Mapping):
+        raise InvalidArgumentError(
+            "formulas must be a mapping of operators to FLOP formulas; got "
+            f"{type(formulas).__name__}"
+        )
+    resolved: dict[Any, RawFormula] = {}
+    for key, formula in formulas.items():
+        if not callable(formula):
+            raise InvalidArgumentError(
+                f"the formula for {key!r} must be callable; got {type(formula).__name__}"
+            )
+        raw = bool(getattr(formula, "_get_raw", False))
+        resolved[_formula_key(key)] = from_shape_formula(formula, raw=raw)
+    return resolved
+
+
+def _user_formula_error(name: str, error: BaseException) -> BaseException:
+    return InvalidArgumentError(
+        f"the FLOP formula given for `{name}` failed: {type(error).__name__}: {error}; a formula "
+        "takes the operator's arguments with tensors replaced by their shapes (and out_shape=...) "
+        "and returns an int >= 0"
+    )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+class OperatorFlopCounter:
+    """Context manager counting the FLOPs of every operator executed inside it.
+
+    Args:
+        modules: attribute FLOPs to modules: a ``torch.nn.Module`` (its path is ``""``, children
+            ``"layer1.0"``), a mapping of names to modules (paths prefixed by the name) or an
+            iterable of modules (prefixed ``"0"``, ``"1"``...). The counter registers a forward
+            pre-hook and an always-called forward hook on every submodule and removes them all on
+            exit. Operators run by autograd's backward are outside any forward, so they count in
+            the total but in no module.
+        module_paths: instead of ``modules``, a callable returning the module paths active now,
+            outermost first, for callers that track modules themselves.
+        formulas: formulas for this counter only, keyed by operator (``torch.ops.mylib.op``,
+            ``torch.ops.mylib.op.default``) or its name ``"mylib::op"`` (``"mylib::op.overload"``
+            for one overload). Each is a :data:`FlopFormula` (``FlopCounterMode``'s convention:
+            shapes in, ``int`` out). They take precedence over built-in formulas.
+
+    The counter is not reentrant (entering it while active raises); entering it again after exit
+    starts a new count. Read the results after exit with :meth:`operator_flops` and
+    :meth:`diagnostics`.
+
+    """
+
+    def __init__(
+        self,
+        *,
+        modules: Any = None,
+        module_paths: ModulePaths | None = None,
+        formulas: Mapping[Any, FlopFormula] | None = None,
+    ) -> None:
+        """Check the arguments; nothing is registered until the counter is entered."""
+        if modules is not None and module_paths is not None:
+            raise InvalidArgumentError(
+                "pass modules (the counter tracks them with hooks) or module_paths (you track "
+                "them), not both"
+            )
+        if module_paths is not None and not callable(module_paths):
+            raise InvalidArgumentError(
+                "module_paths must be a callable returning the active module paths; got "
+                f"{type(module_paths).__name__}"
+            )
+        self._roots = _module_roots(modules)
+        self._module_paths = module_paths
+        self._formulas = _user_formulas(formulas)
+        self._mode: OperatorFlopMode | None = None
+        self._handles: list[Any] = []
+        self._stack: list[str] = []
+        self._reset()
+
+    def _reset(self) -> None:
+        self._operators: dict[str, _OperatorStats] = {}
+        self._modules: dict[str, _ModuleStats] = {}
+        self._devices: list[Any] = []
+        self._dtypes: set[Any] = set()
+        self._stack = []
+
+    # -- module tracking -------------------------------------------------------------------
+
+    @property
+    def module_stack(self) -> tuple[str, ...]:
+        """The module paths active now, outermost first (from hooks or ``module_paths``)."""
+        if self._module_paths is not None:
+            return tuple(self._module_paths())
+        return tuple(self._stack)
+
+    def _enter_module(self, path: str) -> None:
+        self._stack.append(path)
+        self._modules.setdefault(path, _ModuleStats())
+
+    def _exit_module(self, path: str) -> None:
+        # Normally the top; searching from the top keeps the stack right if a hook of another
+        # module raised between our pre-hook and our post-hook.
+        for index in range(len(self._stack) - 1, -1, -1):
+            if self._stack[index] == path:
+                del self._stack[index]
+                return
+
+    def _register_hooks(self) -> None:
+        seen: set[int] = set()
+        for prefix, root in self._roots:
+            for name, module in root.named_modules():
+                if id(module) in seen:
+                    continue  # a module shared by two roots is tracked under its first path
+                seen.add(id(module))
+                path = _join(prefix, name)
+
+                def pre_hook(_module: Any, _args: Any, path: str = path) -> None:
+                    self._enter_module(path)
+
+                def post_hook(_module: Any, _args: Any, _out: Any, path: str = path) -> None:
+                    self._exit_module(path)
+
+                self._handles.append(module.register_forward_pre_hook(pre_hook))
+                self._handles.append(module.register_forward_hook(post_hook, always_call=True))
+
+    def _remove_hooks(self) -> None:
+        handles, self._handles = self._handles, []
+        for handle in handles:
+            handle.remove()
+        self._stack = []
+
+    # -- context manager -------------------------------------------------------------------
+
+    def __enter__(self) -> OperatorFlopCounter:
+        """Register the module hooks and push the dispatch mode."""
+        from .opflops.mode import OperatorFlopMode
+
+        if self._mode is not None:
+            raise InvalidArgumentError("this OperatorFlopCounter is already active")
+        self._reset()
+        mode = OperatorFlopMode(self, self._formulas, _user_formula_error)
+        try:
+            self._register_hooks()
+            mode.__enter__()
+        except BaseException:
+            self._remove_hooks()
+            raise
+        self._mode = mode
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Pop the dispatch mode and remove every hook; an exception propagates unchanged."""
+        mode, self._mode = self._mode, None
+        try:
+            if mode is not None:
+                mode.__exit__(exc_type, exc, traceback)
+        finally:
+            self._remove_hooks()
+
+    # -- called by the dispatch mode -------------------------------------------------------
+
+    def _observe(self, tensor: Any) -> None:
+        device = tensor.device
+        if device not in self._devices:
+            self._devices.append(device)
+        if tensor.dtype.is_floating_point:
+            self._dtypes.add(tensor.dtype)
+
+    def _record(
+        self,
+        name: str,
+        kind: Literal["counted", "excluded", "uncounted"],
+        flops: int,
+        exclusion: ExclusionClass | None,
+        failure: str | None,
+    ) -> None:
+        stats = self._operators.get(name)
+        if stats is None:
+            stats = self._operators[name] = _OperatorStats()
+        stats.calls += 1
+        if kind == "counted":
+            stats.counted_calls += 1
+            stats.flops += flops
+        elif kind == "uncounted":
+            stats.uncounted_calls += 1
+            if failure is not None and len(stats.failures) < 3:
+                stats.failures.append(failure)
+        elif stats.exclusion is None:
+            stats.exclusion = exclusion
+        paths = self.module_stack
+        for path in dict.fromkeys(paths):  # each module once, even if it is re-entered
+            module = self._modules.get(path)
+            if module is None:
+                module = self._modules[path] = _ModuleStats()
+            if kind == "counted":
+                module.flops += flops
+            elif kind == "uncounted":
+                module.uncounted.add(name)
+
+    # -- results ---------------------------------------------------------------------------
+
+    @property
+    def device(self) -> Any:
+        """The device of the tensors seen (a ``torch.device``): an accelerator over the CPU."""
+        for device in self._devices:
+            if device.type not in ("cpu", "meta"):
+                return device
+        for kind in ("cpu", "meta"):
+            for device in self._devices:
+                if device.type == kind:
+                    return device
+        return None
+
+    @property
+    def dtypes(self) -> list[Any]:
+        """The floating-point dtypes of the tensors seen, sorted by name."""
+        return sorted(self._dtypes, key=str)
+
+    def _uncounted_names(self) -> list[str]:
+        return sorted(name for name, op in self._operators.items() if op.uncounted_calls)
+
+    @property
+    def total_flops(self) -> int:
+        """FLOPs of the counted operators: exact when complete, a lower bound otherwise."""
+        return sum(op.flops for op in self._operators.values() if not op.uncounted_calls)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every executed operator was counted or excluded by convention."""
+        return not self._uncounted_names()
+
+    def operator_flops(self, scope: str = _COUNTER_SCOPE) -> OperatorFlops:
+        """The ``OperatorFlops`` section of a report for what ran (operators sorted by name)."""
+        counted: list[CountedOperator] = []
+        excluded: list[ExcludedOperator] = []
+        uncounted: list[UncountedOperator] = []
+        for name in sorted(self._operators):
+            op = self._operators[name]
+            if op.uncounted_calls:
+                # One uncounted call puts the operator in ``uncounted``; its counted calls are left
+                # out of the total, which stays the sum of the ``counted`` list.
+                uncounted.append({"operator": name, "calls": op.calls})
+            elif op.counted_calls:
+                counted.append({"operator": name, "calls": op.calls, "flops": float(op.flops)})
+            else:
+                assert op.exclusion is not None
+                excluded.append({"operator": name, "calls": op.calls, "class": op.exclusion})
+        total_value = sum(op["flops"] for op in counted)
+        total: MetricResult
+        if uncounted:
+            names = ", ".join(op["operator"] for op in uncounted)
+            reason = f"{_plural(len(uncounted), 'operator')} without a FLOP formula: {names}"
+            total = partial(total_value, "FLOPs", scope, FLOPS_METHOD, reason)
+        else:
+            total = complete(total_value, "FLOPs", scope, FLOPS_METHOD)
+        by_module: list[ModuleOperatorFlops] = []
+        for path, module in self._modules.items():
+            flops: MetricResult
+            if module.uncounted:
+                names = ", ".join(sorted(module.uncounted))
+                reason = f"uncounted operators ran inside this module: {names}"
+                flops = partial(module.flops, "FLOPs", _MODULE_SCOPE, FLOPS_METHOD, reason)
+            else:
+                flops = complete(module.flops, "FLOPs", _MODULE_SCOPE, FLOPS_METHOD)
+            by_module.append({"path": path, "flops": flops})
+        return {
+            "total": total,
+            "counted": counted,
+            "excluded": excluded,
+            "uncounted": uncounted,
+            "by_module": by_module,
+        }
+
+    def diagnostics(self) -> list[Diagnostic]:
+        """One ``uncounted_operator`` warning per uncounted operator, sorted by operator name."""
+        found: list[Diagnostic] = []
+        for name in self._uncounted_names():
+            op = self._operators[name]
+            calls = _plural(op.calls, "call")
+            if op.failures:
+                detail = "; ".join(op.failures)
+                message = (
+                    f"`{name}` ({calls}): its FLOP formula failed on "
+                    f"{_plural(op.uncounted_calls, 'call')} ({detail}); operator FLOPs are a "
+                    "lower bound"
+                )
+            else:
+                message = (
+                    f"`{name}` ({calls}) has no FLOP formula, so operator FLOPs are a lower "
+                    f"bound; pass formulas={{'{name}': formula}} to count it"
+                )
+            found.append(
+                {
+                    "code": "uncounted_operator",
+                    "severity": "warning",
+                    "metric": "operator_flops",
+                    "message": message,
+                    "operator": name,
+                }
+            )
+        return found
+
+    def calls(self) -> Counter[str]:
+        """Calls of every executed operator, by name."""
+        return Counter({name: op.calls for name, op in self._operators.items()})
+
+
+def _single_module(modules: Any) -> Any:
+    import torch
+
+    return modules if isinstance(modules, torch.nn.Module) else None
+
+
+def measure_flops(
+    fn: Callable[[], Any],
+    *,
+    modules: Any = None,
+    formulas: Mapping[Any, FlopFormula] | None = None,
+) -> FlopReport:
+    """Run ``fn()`` once under an :class:`OperatorFlopCounter` and return a ``flops`` report.
+
+    Args:
+        fn: a zero-argument callable: a forward, a training step (backward included), anything.
+        modules: a module, a mapping of names to modules or an iterable of modules whose forward
+            calls get an operator-FLOPs breakdown (``operator_flops.by_module``, each module
+            inclusive of its children). Backward operators count in the total, not in modules.
+        formulas: FLOP formulas for this call only, keyed by operator or ``"namespace::name"``:
+            how a custom operator is counted. Each takes the operator's arguments with tensors
+            replaced by shapes, plus ``out_shape=``, and returns an ``int`` (PyTorch's
+            ``FlopCounterMode`` convention; a formula with ``_get_raw = True`` gets tensors).
+
+    The report's ``context`` records the grad and inference-mode flags as they were when ``fn``
+    started, the device of the tensors seen and the floating dtypes seen. ``fn``'s own exception
+    propagates unchanged (the same object); the dispatch mode and every hook are removed on every
+    path, ``KeyboardInterrupt`` included.
+
+    """
+    from .context import capture_context, current_flags
+    from .validation import validate_report
+
+    if not callable(fn):
+        raise InvalidArgumentError(
+            f"fn must be a zero-argument callable (e.g. lambda: model(x)); got {type(fn).__name__}"
+        )
+    counter = OperatorFlopCounter(modules=modules, formulas=formulas)
+    model = _single_module(modules)
+    model_type = type(model).__qualname__ if model is not None else None
+    model_training = bool(model.training) if model is not None else None
+    flags = current_flags()
+    with counter:
+        fn()
+    qualname = getattr(fn, "__qualname__", None)
+    report: FlopReport = {
+        "schema_version": 1,
+        "kind": "flops",
+        "context": capture_context(
+            counter.device,
+            counter.dtypes,
+            model_type=model_type,
+            model_training=model_training,
+            flags=flags,
+        ),
+        "diagnostics": counter.diagnostics(),
+        "callable": qualname if isinstance(qualname, str) else None,
+        "operator_flops": counter.operator_flops(_CALL_SCOPE),
+    }
+    # Our own report must be valid; a problem here is a torchscan bug and is raised as such.
+    validate_report(report)
+    return report

@@ -1,0 +1,156 @@
+"""Shared result types and shape helpers of the per-module formulas."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = [
+    "ZERO",
+    "Estimate",
+    "EstimateFn",
+    "FieldFn",
+    "FieldStep",
+    "Inputs",
+    "Rule",
+    "arg",
+    "as_tuple",
+    "dot_flops",
+    "elementwise",
+    "first_tensor",
+    "meta",
+    "param_elements",
+    "passthrough",
+    "passthrough_batched",
+    "size",
+    "total",
+]
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The estimated cost of one call of a module.
+
+    ``flops`` counts floating-point operations, ``macs`` multiply-accumulates and ``dmas``
+    memory accesses in elements (reads of inputs and parameters plus writes of outputs).
+    """
+
+    flops: int
+    macs: int
+    dmas: int
+
+
+@dataclass(frozen=True)
+class FieldStep:
+    """How a layer transforms receptive field per spatial dimension (one entry per dimension)."""
+
+    kernel: tuple[int, ...]
+    stride: tuple[int, ...]
+    padding: tuple[int, ...]
+    dilation: tuple[int, ...]
+
+
+Inputs = tuple[object, ...]
+EstimateFn = Callable[[Any, Inputs, object], "Estimate | None"]
+FieldFn = Callable[[Any, Inputs, object], "FieldStep | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One formula: the module types it serves, its estimate and (optionally) its field step."""
+
+    types: tuple[type[nn.Module], ...]
+    estimate: EstimateFn
+    field: FieldFn | None = None
+
+
+ZERO = Estimate(0, 0, 0)
+
+
+def total(parts: Iterable[Estimate]) -> Estimate:
+    """The sum of several estimates, field by field."""
+    flops = macs = dmas = 0
+    for part in parts:
+        flops += part.flops
+        macs += part.macs
+        dmas += part.dmas
+    return Estimate(flops, macs, dmas)
+
+
+def size(shape: Sequence[int]) -> int:
+    """The number of elements of a shape (1 for the empty shape)."""
+    return int(math.prod(int(dim) for dim in shape))
+
+
+def dot_flops(terms: int) -> int:
+    """FLOPs of a dot product of ``terms`` terms: ``terms`` products and ``terms - 1`` sums."""
+    return 2 * terms - 1 if terms > 0 else 0
+
+
+def arg(inputs: Inputs, index: int) -> torch.Tensor | None:
+    """The positional argument ``index`` when it is a tensor, else None."""
+    if index < len(inputs):
+        value = inputs[index]
+        if isinstance(value, torch.Tensor):
+            return value
+    return None
+
+
+def first_tensor(value: object) -> torch.Tensor | None:
+    """The first tensor of an output: the value itself, or the first item of a tuple or list."""
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (tuple, list)) and value:
+        return first_tensor(value[0])
+    return None
+
+
+def as_tuple(value: object, dims: int) -> tuple[int, ...]:
+    """A per-dimension tuple from a module attribute stored as an int or a sequence."""
+    if isinstance(value, (tuple, list)):
+        items = tuple(int(item) for item in value)
+        if len(items) == 1 and dims > 1:
+            return items * dims
+        return items
+    if isinstance(value, (int, float)):
+        return (int(value),) * dims
+    raise TypeError(f"not an int or a sequence of ints: {value!r}")
+
+
+def param_elements(module: nn.Module) -> int:
+    """The number of parameter elements of a module, skipping uninitialised (lazy) ones."""
+    return sum(
+        param.numel()
+        for param in module.parameters()
+        if not isinstance(param, nn.parameter.UninitializedParameter)
+    )
+
+
+def elementwise(inputs: int, outputs: int, flops_per_element: int, params: int = 0) -> Estimate:
+    """An elementwise layer: FLOPs per input element, no MACs, one read and one write each."""
+    return Estimate(inputs * flops_per_element, 0, inputs + params + outputs)
+
+
+def passthrough(dims: int) -> FieldStep:
+    """The field step of a layer that keeps spatial positions aligned elementwise."""
+    dims = max(dims, 0)
+    return FieldStep((1,) * dims, (1,) * dims, (0,) * dims, (1,) * dims)
+
+
+def passthrough_batched(module: nn.Module, inputs: Inputs, output: object) -> FieldStep | None:
+    """Passthrough over the spatial dims of a batched channels-first input (``ndim - 2``)."""
+    del module, output
+    x = arg(inputs, 0)
+    if x is None:
+        return None
+    return passthrough(x.ndim - 2)
+
+
+def meta(shape: Sequence[int]) -> torch.Tensor:
+    """A storage-free tensor of ``shape`` to feed shape-only formulas of sub-layers."""
+    return torch.empty(tuple(shape), device="meta")

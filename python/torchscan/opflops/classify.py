@@ -1,0 +1,551 @@
+"""Which executed operators are excluded from operator FLOPs by convention, and in which class.
+
+PyTorch's ``FlopCounterMode`` counts only matmuls, convolutions and attention; everything else is
+zero. We keep that convention but make it explicit: an operator is *excluded* only when it is one
+of the kinds the convention means to leave out (elementwise, normalisation, pooling, reductions,
+data movement, allocation). Anything we cannot place is left to the caller as *uncounted*, so an
+unknown kernel makes the total partial instead of silently counting zero.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, Literal
+
+import torch
+
+__all__ = ["ExclusionClass", "exclusion_class", "operator_name"]
+
+ExclusionClass = Literal[
+    "elementwise", "normalization", "pooling", "reduction", "data_movement", "allocation"
+]
+
+# Curated names (aten namespace, overload dropped). They come first: they override tags where a
+# tag would mislead (``clone`` is tagged pointwise but moves data) and cover untagged kernels.
+_NORMALIZATION = frozenset(
+    {
+        "batch_norm",
+        "_batch_norm_impl_index",
+        "_batch_norm_impl_index_backward",
+        "native_batch_norm",
+        "native_batch_norm_backward",
+        "_native_batch_norm_legit",
+        "_native_batch_norm_legit_no_training",
+        "_native_batch_norm_legit_functional",
+        "_batch_norm_with_update",
+        "_batch_norm_with_update_functional",
+        "_batch_norm_no_update",
+        "batch_norm_backward",
+        "batch_norm_stats",
+        "batch_norm_elemt",
+        "batch_norm_gather_stats",
+        "batch_norm_gather_stats_with_counts",
+        "batch_norm_backward_reduce",
+        "batch_norm_backward_elemt",
+        "batch_norm_update_stats",
+        "cudnn_batch_norm",
+        "cudnn_batch_norm_backward",
+        "miopen_batch_norm",
+        "miopen_batch_norm_backward",
+        "instance_norm",
+        "layer_norm",
+        "native_layer_norm",
+        "native_layer_norm_backward",
+        "group_norm",
+        "native_group_norm",
+        "native_group_norm_backward",
+        "rms_norm",
+        "_fused_rms_norm",
+        "_fused_rms_norm_backward",
+        "_weight_norm",
+        "_weight_norm_interface",
+        "_weight_norm_interface_backward",
+        "renorm",
+    }
+)
+
+_POOLING = frozenset(
+    {
+        "max_pool1d",
+        "max_pool2d",
+        "max_pool3d",
+        "max_pool1d_with_indices",
+        "max_pool2d_with_indices",
+        "max_pool3d_with_indices",
+        "max_pool2d_with_indices_backward",
+        "max_pool3d_with_indices_backward",
+        "max_pool2d_backward",
+        "mkldnn_max_pool2d",
+        "mkldnn_max_pool2d_backward",
+        "mkldnn_max_pool3d",
+        "mkldnn_max_pool3d_backward",
+        "quantized_max_pool1d",
+        "quantized_max_pool2d",
+        "quantized_max_pool3d",
+        "max_unpool2d",
+        "max_unpool3d",
+        "avg_pool1d",
+        "avg_pool2d",
+        "avg_pool3d",
+        "avg_pool2d_backward",
+        "avg_pool3d_backward",
+        "adaptive_avg_pool1d",
+        "adaptive_avg_pool2d",
+        "adaptive_avg_pool3d",
+        "_adaptive_avg_pool2d",
+        "_adaptive_avg_pool3d",
+        "_adaptive_avg_pool2d_backward",
+        "_adaptive_avg_pool3d_backward",
+        "mkldnn_adaptive_avg_pool2d",
+        "mkldnn_adaptive_avg_pool2d_backward",
+        "adaptive_max_pool1d",
+        "adaptive_max_pool2d",
+        "adaptive_max_pool3d",
+        "adaptive_max_pool2d_backward",
+        "adaptive_max_pool3d_backward",
+        "fractional_max_pool2d",
+        "fractional_max_pool3d",
+        "fractional_max_pool2d_backward",
+        "fractional_max_pool3d_backward",
+        "lp_pool1d",
+        "lp_pool2d",
+        "lp_pool3d",
+    }
+)
+
+_REDUCTION = frozenset(
+    {
+        "softmax",
+        "_softmax",
+        "_safe_softmax",
+        "_softmax_backward_data",
+        "log_softmax",
+        "_log_softmax",
+        "_log_softmax_backward_data",
+        "_masked_softmax",
+        "_masked_softmax_backward",
+        "logsumexp",
+        "cumsum",
+        "cumprod",
+        "cummax",
+        "cummin",
+        "_cummax_helper",
+        "_cummin_helper",
+        "logcumsumexp",
+        "norm",
+        "linalg_vector_norm",
+        "frobenius_norm",
+        "var",
+        "std",
+        "var_mean",
+        "std_mean",
+        "max",
+        "min",
+        "aminmax",
+        "argmax",
+        "argmin",
+        "topk",
+        "kthvalue",
+        "median",
+        "nanmedian",
+        "mode",
+        "sum",
+        "nansum",
+        "mean",
+        "nanmean",
+        "prod",
+        "all",
+        "any",
+        "count_nonzero",
+        "nll_loss",
+        "nll_loss_forward",
+        "nll_loss_backward",
+        "nll_loss2d_forward",
+        "nll_loss2d_backward",
+        "cross_entropy_loss",
+        "mse_loss",
+        "mse_loss_backward",
+        "l1_loss",
+        "smooth_l1_loss",
+        "smooth_l1_loss_backward",
+        "huber_loss",
+        "huber_loss_backward",
+        "binary_cross_entropy",
+        "binary_cross_entropy_backward",
+        "binary_cross_entropy_with_logits",
+        "kl_div",
+        "soft_margin_loss",
+        "soft_margin_loss_backward",
+        "multilabel_margin_loss_forward",
+        "multi_margin_loss",
+        "_foreach_norm",
+    }
+)
+
+_DATA_MOVEMENT = frozenset(
+    {
+        "clone",
+        "copy",
+        "copy_",
+        "_copy_from",
+        "_copy_from_and_resize",
+        "_to_copy",
+        "to",
+        "contiguous",
+        "_unsafe_view",
+        "reshape",
+        "flatten",
+        "unflatten",
+        "narrow_copy",
+        "unsafe_split",
+        "unsafe_split_with_sizes",
+        "unsafe_chunk",
+        "cat",
+        "_cat",
+        "concat",
+        "concatenate",
+        "stack",
+        "_stack",
+        "hstack",
+        "vstack",
+        "dstack",
+        "_chunk_cat",
+        "block_diag",
+        "index",
+        "_unsafe_index",
+        "index_select",
+        "index_select_backward",
+        "index_put",
+        "_index_put_impl",
+        "_unsafe_index_put",
+        "index_add",
+        "index_copy",
+        "index_fill",
+        "index_reduce",
+        "gather",
+        "gather_backward",
+        "scatter",
+        "scatter_add",
+        "scatter_reduce",
+        "masked_select",
+        "masked_scatter",
+        "nonzero",
+        "nonzero_static",
+        "take",
+        "put",
+        "repeat",
+        "repeat_interleave",
+        "tile",
+        "flip",
+        "fliplr",
+        "flipud",
+        "roll",
+        "rot90",
+        "pad",
+        "constant_pad_nd",
+        "reflection_pad1d",
+        "reflection_pad2d",
+        "reflection_pad3d",
+        "reflection_pad1d_backward",
+        "reflection_pad2d_backward",
+        "reflection_pad3d_backward",
+        "replication_pad1d",
+        "replication_pad2d",
+        "replication_pad3d",
+        "replication_pad1d_backward",
+        "replication_pad2d_backward",
+        "replication_pad3d_backward",
+        "embedding",
+        "embedding_backward",
+        "embedding_dense_backward",
+        "embedding_sparse_backward",
+        "embedding_renorm_",
+        "embedding_bag",
+        "_embedding_bag",
+        "_embedding_bag_forward_only",
+        "_embedding_bag_backward",
+        "_embedding_bag_dense_backward",
+        "_embedding_bag_per_sample_weights_backward",
+        "select_backward",
+        "slice_backward",
+        "diagonal_backward",
+        "unfold_backward",
+        "as_strided_scatter",
+        "select_scatter",
+        "slice_scatter",
+        "diagonal_scatter",
+        "sort",
+        "argsort",
+        "msort",
+        "unique_dim",
+        "_unique",
+        "_unique2",
+        "unique_consecutive",
+        "pixel_shuffle",
+        "pixel_unshuffle",
+        "channel_shuffle",
+        "native_channel_shuffle",
+        "im2col",
+        "col2im",
+        "upsample_nearest1d",
+        "upsample_nearest2d",
+        "upsample_nearest3d",
+        "_upsample_nearest_exact1d",
+        "_upsample_nearest_exact2d",
+        "_upsample_nearest_exact3d",
+        "upsample_nearest1d_backward",
+        "upsample_nearest2d_backward",
+        "upsample_nearest3d_backward",
+        "_upsample_nearest_exact1d_backward",
+        "_upsample_nearest_exact2d_backward",
+        "_upsample_nearest_exact3d_backward",
+        "_local_scalar_dense",
+        "item",
+        "_nested_tensor_from_mask",
+        "_nested_tensor_from_mask_left_aligned",
+        "_nested_tensor_from_tensor_list",
+        "_nested_from_padded",
+        "_nested_from_padded_and_nested_example",
+        "to_padded_tensor",
+        "_nested_tensor_size",
+        "_nested_tensor_strides",
+        "_nested_tensor_storage_offsets",
+        "_nested_view_from_buffer",
+        "_nested_view_from_buffer_copy",
+        "_nested_view_from_jagged",
+        "_nested_get_values",
+        "_nested_get_offsets",
+        "_nested_get_lengths",
+        "_nested_get_jagged_dummy",
+        "_nested_get_max_seqlen",
+        "_nested_get_min_seqlen",
+        "_nested_get_ragged_idx",
+        "_nested_compute_contiguous_strides_offsets",
+    }
+)
+
+_ELEMENTWISE = frozenset(
+    {
+        "dropout",
+        "feature_dropout",
+        "alpha_dropout",
+        "feature_alpha_dropout",
+        "native_dropout",
+        "native_dropout_backward",
+        "bernoulli",
+        "uniform",
+        "normal",
+        "random",
+        "exponential",
+        "geometric",
+        "cauchy",
+        "log_normal",
+        "rand_like",
+        "fill",
+        "zero",
+        "masked_fill",
+        "tril",
+        "triu",
+        "relu",
+        "threshold",
+        "hardtanh",
+        "hardtanh_backward",
+        "glu",
+        "glu_backward",
+        "prelu",
+        "_prelu_kernel",
+        "_prelu_kernel_backward",
+        "rrelu_with_noise",
+        "rrelu_with_noise_backward",
+        "log_sigmoid_forward",
+        "log_sigmoid_backward",
+        "silu_backward",
+        "mish_backward",
+        "hardswish_backward",
+        "hardsigmoid_backward",
+        "leaky_relu_backward",
+        "elu_backward",
+        "softplus_backward",
+        "softshrink_backward",
+        "hardshrink_backward",
+        "gelu_backward",
+        "sigmoid_backward",
+        "tanh_backward",
+        "threshold_backward",
+        "logit_backward",
+        "lerp",
+        "addcmul",
+        "addcdiv",
+        "nan_to_num",
+        "clamp",
+        "clamp_min",
+        "clamp_max",
+        "where",
+        "_transform_bias_rescale_qkv",
+        "_thnn_fused_lstm_cell",
+        "_thnn_fused_lstm_cell_backward",
+        "_thnn_fused_lstm_cell_backward_impl",
+        "_thnn_fused_gru_cell",
+        "_thnn_fused_gru_cell_backward",
+        "_thnn_differentiable_lstm_cell_backward",
+        "_thnn_differentiable_gru_cell_backward",
+        "upsample_linear1d",
+        "upsample_bilinear2d",
+        "upsample_bicubic2d",
+        "upsample_trilinear3d",
+        "_upsample_bilinear2d_aa",
+        "_upsample_bicubic2d_aa",
+        "upsample_linear1d_backward",
+        "upsample_bilinear2d_backward",
+        "upsample_bicubic2d_backward",
+        "upsample_trilinear3d_backward",
+        "_upsample_bilinear2d_aa_backward",
+        "_upsample_bicubic2d_aa_backward",
+        "grid_sampler_2d",
+        "grid_sampler_3d",
+        "grid_sampler_2d_backward",
+        "grid_sampler_3d_backward",
+        "_fused_adam",
+        "_fused_adamw",
+        "_fused_sgd",
+        "_fused_adagrad",
+        "_amp_foreach_non_finite_check_and_unscale",
+        "_amp_update_scale",
+    }
+)
+
+_ALLOCATION = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "empty_permuted",
+        "new_empty",
+        "new_empty_strided",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "randn_like",
+        "randint_like",
+        "lift_fresh",
+        "lift_fresh_copy",
+        "lift",
+        "resize",
+        "resize_as",
+        "set",
+        "_resize_output",
+        "record_stream",
+    }
+)
+
+_CURATED: dict[str, ExclusionClass] = {}
+for _names, _class in (
+    (_ALLOCATION, "allocation"),
+    (_DATA_MOVEMENT, "data_movement"),
+    (_NORMALIZATION, "normalization"),
+    (_POOLING, "pooling"),
+    (_REDUCTION, "reduction"),
+    (_ELEMENTWISE, "elementwise"),
+):
+    for _name in _names:
+        _CURATED.setdefault(_name, _class)  # type: ignore[arg-type]
+
+# Metadata queries of the ``prim`` namespace (``prim::device``): no kernel runs.
+_METADATA_NAMESPACES = frozenset({"prim"})
+
+
+def operator_name(func: Any) -> str:
+    """``aten::addmm`` for ``aten.addmm.default``: namespace and name, overload dropped."""
+    return str(func._schema.name)
+
+
+def _split(func: Any) -> tuple[str, str]:
+    namespace, _, name = operator_name(func).partition("::")
+    return namespace, name
+
+
+def _tag_class(tags: Any) -> ExclusionClass | None:
+    if torch.Tag.pointwise in tags:
+        return "elementwise"
+    if torch.Tag.reduction in tags:
+        return "reduction"
+    if torch.Tag.inplace_view in tags:
+        return "data_movement"
+    return None
+
+
+def _returns_view(schema: Any) -> bool:
+    # A return annotated ``Tensor(a)`` (aliasing, not written) is a view of an input: no arithmetic.
+    return any(ret.alias_info is not None and not ret.alias_info.is_write for ret in schema.returns)
+
+
+def _is_factory(schema: Any) -> bool:
+    # A function that returns tensors without taking any creates them from scratch (zeros, arange).
+    takes_tensor = any("Tensor" in str(arg.type) for arg in schema.arguments if not arg.kwarg_only)
+    returns_tensor = any("Tensor" in str(ret.type) for ret in schema.returns)
+    return returns_tensor and not takes_tensor
+
+
+def _packet_class(namespace: str, name: str) -> ExclusionClass | None:
+    """The class of an operator known only by name: curated list, then the tags of its overloads."""
+    if namespace == "aten" and name in _CURATED:
+        return _CURATED[name]
+    packet = getattr(getattr(torch.ops, namespace, None), name, None)
+    if packet is None:
+        return None
+    try:
+        overloads = packet.overloads()
+    except (AttributeError, RuntimeError):
+        return None
+    for overload in overloads:
+        found = _tag_class(getattr(packet, overload).tags)
+        if found is not None:
+            return found
+    return None
+
+
+@cache
+def exclusion_class(func: Any) -> ExclusionClass | None:
+    """The convention that excludes the operator overload ``func``, or ``None`` when none does.
+
+    Order: curated names (aten), the overload's tags (``pointwise``, ``reduction``,
+    ``inplace_view``), in-place and ``_foreach_`` variants of an excluded operator, views (an
+    aliasing return in the schema), factory functions, backward kernels of an excluded operator,
+    then the tags of the operator's other overloads (``.out`` variants carry fewer tags).
+    """
+    namespace, name = _split(func)
+    if namespace in _METADATA_NAMESPACES:
+        return "data_movement"
+    if namespace == "aten" and name in _CURATED:
+        return _CURATED[name]
+    found = _tag_class(func.tags)
+    if found is not None:
+        return found
+    if namespace == "aten":
+        base = name
+        if base.startswith("_foreach_"):
+            # Optimizer steps over tensor lists: the same class as the per-tensor operator.
+            base = base.removeprefix("_foreach_")
+        if base.endswith("_") and not base.endswith("__"):
+            base = base[:-1]
+        if base != name:
+            found = _packet_class("aten", base)
+            if found is not None:
+                return found
+    schema = func._schema
+    if _returns_view(schema):
+        return "data_movement"
+    if namespace == "aten" and _is_factory(schema):
+        return "allocation"
+    if namespace == "aten":
+        for suffix in ("_backward_data", "_backward"):
+            if name.endswith(suffix):
+                forward = _packet_class("aten", name.removesuffix(suffix))
+                # Only the classes whose backward is of the same kind; a counted forward
+                # (convolution) has a counted backward with its own formula.
+                if forward is not None:
+                    return forward
+    return _packet_class(namespace, name)

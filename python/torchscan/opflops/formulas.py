@@ -1,0 +1,265 @@
+"""FLOP formulas: PyTorch's registry plus the CPU kernels it leaves out.
+
+Every formula here has the *raw* signature ``formula(args, kwargs, out) -> int``: the operator's
+own arguments and result. PyTorch's shape formulas are adapted to it exactly the way
+``FlopCounterMode`` calls them (``f(*args, **kwargs, out_val=out)`` on the registry's wrapped
+functions), so the counts agree with PyTorch wherever PyTorch has a formula.
+
+Convention (PyTorch's): a multiply-accumulate is 2 FLOPs; bias adds, activations, softmax, masks
+and other elementwise work inside a fused kernel are not counted, so a fused kernel counts exactly
+what its unfused equivalent counts under the same convention. That is what makes a transformer or an
+LSTM count the same whichever kernel ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from math import prod
+from typing import Any
+
+import torch
+from torch.utils import flop_counter
+
+__all__ = [
+    "COMPOSITE_FALLBACKS",
+    "RawFormula",
+    "builtin_formulas",
+    "from_shape_formula",
+    "rnn_flops",
+    "sdpa_flops",
+]
+
+#: ``(args, kwargs, out) -> FLOPs`` of one call.
+RawFormula = Callable[[tuple[Any, ...], Mapping[str, Any], Any], int]
+
+aten = torch.ops.aten
+
+
+def from_shape_formula(formula: Callable[..., Any], *, raw: bool = False) -> RawFormula:
+    """Adapt a ``FlopCounterMode``-style formula to the raw signature.
+
+    ``raw=False``: ``formula(*shapes, out_shape=..., **kwargs)`` with every tensor replaced by its
+    shape (``torch.utils.flop_counter.shape_wrapper``); ``raw=True``: ``formula(*args,
+    out_val=out, **kwargs)`` with the tensors themselves, as ``register_flop_formula(...,
+    get_raw=True)`` formulas and the registry's already wrapped entries expect.
+    """
+    shape_wrapper: Any = flop_counter.shape_wrapper  # untyped in torch
+    call = formula if raw else shape_wrapper(formula)
+
+    def counted(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+        return int(call(*args, **kwargs, out_val=out))
+
+    return counted
+
+
+def _tokens(tensor: Any) -> int:
+    """Rows fed to a feature-last kernel: every element of ``tensor`` divided by its features."""
+    features = int(tensor.shape[-1])
+    return int(tensor.numel()) // features if features else 0
+
+
+def _sequence_lengths(tensor: Any) -> list[int]:
+    """Lengths of the sequences in a ``(batch, length, features)`` or ``(length, features)`` input.
+
+    A nested tensor (the fast path's padding-free form) gives each sequence's own length, so the
+    count is the work the kernel did on the tokens it was given.
+    """
+    if getattr(tensor, "is_nested", False):
+        sizes = tensor._nested_tensor_size()
+        return [int(length) for length in sizes[:, 0].tolist()]
+    if tensor.dim() == 2:
+        return [int(tensor.shape[0])]
+    return [int(tensor.shape[1])] * int(tensor.shape[0])
+
+
+def sdpa_flops(query: Any, key: Any, value: Any) -> int:
+    """Scores ``q @ k^T`` and context ``p @ v`` of scaled-dot-product attention, any batch dims.
+
+    Key and value may have fewer heads (grouped-query attention); the kernel broadcasts them, so
+    the batch is the query's.
+    """
+    batch = prod(int(size) for size in query.shape[:-2])
+    length_q, head_dim = int(query.shape[-2]), int(query.shape[-1])
+    length_kv, value_dim = int(key.shape[-2]), int(value.shape[-1])
+    return 2 * batch * length_q * length_kv * (head_dim + value_dim)
+
+
+def _sdpa(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    query, key, value = (_argument(args, kwargs, index, name) for index, name in _QKV)
+    return sdpa_flops(query, key, value)
+
+
+_QKV = ((0, "query"), (1, "key"), (2, "value"))
+
+
+def _sdpa_backward(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    # (grad_out, query, key, value, ...): the scores are recomputed, then gradients flow through
+    # ``p @ v`` (grad of p and of v) and ``q @ k^T`` (grad of q and of k): five matmuls, as
+    # PyTorch's sdpa_backward_flop_count.
+    query, key, value = args[1], args[2], args[3]
+    batch = prod(int(size) for size in query.shape[:-2])
+    length_q, head_dim = int(query.shape[-2]), int(query.shape[-1])
+    length_kv, value_dim = int(key.shape[-2]), int(value.shape[-1])
+    return 2 * batch * length_q * length_kv * (3 * head_dim + 2 * value_dim)
+
+
+def _argument(args: tuple[Any, ...], kwargs: Mapping[str, Any], index: int, name: str) -> Any:
+    return args[index] if len(args) > index else kwargs[name]
+
+
+def _attention_flops(
+    query_lengths: Sequence[int], key_lengths: Sequence[int], embed_dim: int
+) -> int:
+    """Multi-head attention over ``embed_dim`` channels: q/k/v/output projections, scores, context.
+
+    Heads split the channels, so the head count does not change the count.
+    """
+    total = 0
+    for length_q, length_kv in zip(query_lengths, key_lengths, strict=True):
+        projections = 2 * embed_dim * embed_dim * (2 * length_q + 2 * length_kv)
+        attention = 2 * 2 * length_q * length_kv * embed_dim
+        total += projections + attention
+    return total
+
+
+def _native_multi_head_attention(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    # aten::_native_multi_head_attention(query, key, value, embed_dim, num_head, qkv_weight, ...):
+    # the MultiheadAttention inference fast path; the same matmuls as the slow path.
+    query, key = args[0], args[1]
+    embed_dim = int(_argument(args, kwargs, 3, "embed_dim"))
+    return _attention_flops(_sequence_lengths(query), _sequence_lengths(key), embed_dim)
+
+
+def _transformer_encoder_layer_fwd(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any
+) -> int:
+    # aten::_transformer_encoder_layer_fwd(src, embed_dim, num_heads, qkv_weight, qkv_bias,
+    # proj_weight, proj_bias, use_gelu, norm_first, eps, norm_weight_1, norm_bias_1, norm_weight_2,
+    # norm_bias_2, ffn_weight_1, ffn_bias_1, ffn_weight_2, ffn_bias_2, mask, mask_type): the
+    # TransformerEncoderLayer inference fast path = self-attention + the two feed-forward linears.
+    src = args[0]
+    embed_dim = int(_argument(args, kwargs, 1, "embed_dim"))
+    ffn_weight_1 = _argument(args, kwargs, 14, "ffn_weight_1")
+    ffn_weight_2 = _argument(args, kwargs, 16, "ffn_weight_2")
+    lengths = _sequence_lengths(src)
+    feed_forward = 2 * sum(lengths) * (int(ffn_weight_1.numel()) + int(ffn_weight_2.numel()))
+    return _attention_flops(lengths, lengths, embed_dim) + feed_forward
+
+
+def rnn_flops(tokens: int, weights: Sequence[Any]) -> int:
+    """Gate (and projection) matmuls of a recurrent layer: each 2-D weight meets every token once.
+
+    ``weight_ih`` (gates x input), ``weight_hh`` (gates x hidden) and, with ``proj_size``,
+    ``weight_hr`` are applied once per time step per sequence; biases and the gate nonlinearities
+    are elementwise and not counted, as in the unfused ``addmm``/``mm`` path.
+    """
+    return 2 * tokens * sum(int(weight.numel()) for weight in weights if weight.dim() == 2)
+
+
+def _mkldnn_rnn_layer(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    # aten::mkldnn_rnn_layer(input, weight0 (w_ih), weight1 (w_hh), weight2, weight3 (biases), ...):
+    # one layer, one direction of nn.LSTM on CPU (oneDNN).
+    return rnn_flops(_tokens(args[0]), (args[1], args[2]))
+
+
+def _mkldnn_rnn_layer_backward(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    # aten::mkldnn_rnn_layer_backward(input, weight1, weight2, ...): the kernel computes the
+    # gradients of the inputs/hidden states and of both weights: two matmuls per forward matmul.
+    return 2 * rnn_flops(_tokens(args[0]), (args[1], args[2]))
+
+
+def _rnn_full(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    # aten::lstm/gru/rnn_tanh/rnn_relu, overloads .input(input, hx, params, ...) and
+    # .data(data, batch_sizes, hx, params, ...): every layer and direction sees every token.
+    # These are composite: normally decomposed into the kernels that ran; this is a fallback.
+    data = args[0]
+    params = args[3] if isinstance(args[1], torch.Tensor) else args[2]
+    return rnn_flops(_tokens(data), params)
+
+
+def _rnn_cell(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    # aten::lstm_cell/gru_cell/rnn_tanh_cell/rnn_relu_cell(input, hx, w_ih, w_hh, b_ih, b_hh):
+    # composite; fallback when it cannot be decomposed.
+    return rnn_flops(_tokens(args[0]), (args[2], args[3]))
+
+
+def _linear(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    # aten::linear(input, weight, bias): composite fallback; 2 x rows x in x out, bias not counted.
+    return 2 * _tokens(args[0]) * int(args[1].numel())
+
+
+def _mv(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    matrix = args[0]
+    return 2 * int(matrix.numel())
+
+
+def _addmv(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    return 2 * int(args[1].numel())
+
+
+def _dot(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    return 2 * int(args[0].numel())
+
+
+def _addr(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    # self + vec1 (x) vec2: one multiply-add per output element.
+    return 2 * int(args[1].numel()) * int(args[2].numel())
+
+
+def _addbmm(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    # self + sum_b batch1[b] @ batch2[b]: the batched matmul; the batch sum rides on the adds.
+    batch1, batch2 = args[1], args[2]
+    batches, rows, inner = (int(size) for size in batch1.shape)
+    return 2 * batches * rows * inner * int(batch2.shape[-1])
+
+
+def _addmm_activation(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    # addmm followed by a fused relu/gelu: the matmul only.
+    rows, inner = (int(size) for size in args[1].shape)
+    return 2 * rows * inner * int(args[2].shape[-1])
+
+
+#: Formulas of composite (``CompositeImplicitAutograd``) operators, used only when the operator
+#: cannot be decomposed into the kernels that run; decomposition is preferred because it counts
+#: exactly what ran.
+COMPOSITE_FALLBACKS: dict[Any, RawFormula] = {
+    aten.lstm: _rnn_full,
+    aten.gru: _rnn_full,
+    aten.rnn_tanh: _rnn_full,
+    aten.rnn_relu: _rnn_full,
+    aten.lstm_cell: _rnn_cell,
+    aten.gru_cell: _rnn_cell,
+    aten.rnn_tanh_cell: _rnn_cell,
+    aten.rnn_relu_cell: _rnn_cell,
+    aten.scaled_dot_product_attention: _sdpa,
+    aten._scaled_dot_product_attention_math: _sdpa,
+    aten.linear: _linear,
+}
+
+# Kernels PyTorch's registry leaves out (checked against torch 2.15 on CPU). Registry entries win
+# where both exist, so PyTorch's own formulas are used whenever it has them.
+_KERNELS: dict[Any, RawFormula] = {
+    aten._native_multi_head_attention: _native_multi_head_attention,
+    aten._transformer_encoder_layer_fwd: _transformer_encoder_layer_fwd,
+    aten.mkldnn_rnn_layer: _mkldnn_rnn_layer,
+    aten.mkldnn_rnn_layer_backward: _mkldnn_rnn_layer_backward,
+    aten._scaled_dot_product_flash_attention_for_cpu: _sdpa,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward: _sdpa_backward,
+    aten.mv: _mv,
+    aten.addmv: _addmv,
+    aten.dot: _dot,
+    aten.vdot: _dot,
+    aten.addr: _addr,
+    aten.addbmm: _addbmm,
+    aten._addmm_activation: _addmm_activation,
+}
+
+
+def builtin_formulas() -> dict[Any, RawFormula]:
+    """Formulas by ``OpOverloadPacket``: PyTorch's ``flop_registry`` over our kernel formulas."""
+    formulas: dict[Any, RawFormula] = dict(_KERNELS)
+    for packet, formula in flop_counter.flop_registry.items():
+        if isinstance(packet, torch._ops.OpOverloadPacket):
+            # Registry entries are already wrapped (shape_wrapper or get_raw): call them raw.
+            formulas[packet] = from_shape_formula(formula, raw=True)
+    return formulas

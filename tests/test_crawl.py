@@ -1,0 +1,382 @@
+"""crawl_module and summary: inputs, layers, totals, state restoration and errors."""
+
+from __future__ import annotations
+
+import io
+from collections import namedtuple
+from dataclasses import dataclass
+
+import pytest
+import torch
+from torch import nn
+
+import torchscan
+from torchscan import IncompleteAnalysisError, InvalidArgumentError, crawl_module, summary
+
+from .models import ResNet18, TinyCNN
+
+torch.set_num_threads(1)
+
+
+def test_structure_mode_of_resnet18() -> None:
+    report = crawl_module(ResNet18(), (3, 224, 224), mode="structure")
+    totals = report["totals"]
+    assert totals["parameters"] == 11_689_512
+    assert totals["trainable_parameters"] == 11_689_512
+    assert totals["frozen_parameters"] == 0
+    assert totals["parameter_bytes"]["value"] == 11_689_512 * 4
+    assert "not peak memory" in totals["parameter_bytes"]["scope"]
+    for name in ("module_flops", "module_macs", "module_dmas"):
+        assert totals[name]["status"] == "unavailable"
+        assert totals[name]["reason"] == "not requested"
+    assert report["operator_flops"]["total"]["reason"] == "not requested"
+    assert report["layers"][0]["path"] == ""
+    assert report["layers"][0]["output"]["shape"] == [1, 1000]
+    assert report["inputs"] == [
+        {
+            "kind": "tensor",
+            "shape": [1, 3, 224, 224],
+            "dtype": "float32",
+            "device": "cpu",
+            "requires_grad": False,
+        }
+    ]
+    assert torchscan.validate_report(report) == "analysis"
+
+
+def test_module_called_twice_gives_two_records_and_counts_parameters_once() -> None:
+    class Twice(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.linear(self.linear(x))
+
+    report = crawl_module(Twice(), (4,), mode="structure")
+    records = [
+        (layer["path"], layer["call_index"], layer["parameters"]) for layer in report["layers"]
+    ]
+    assert records == [("", 0, 0), ("linear", 0, 20), ("linear", 1, 0)]
+    assert report["totals"]["parameters"] == 20
+
+
+def test_tied_weights_are_counted_once_and_reported() -> None:
+    class Tied(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(10, 4)
+            self.out = nn.Linear(4, 10, bias=False)
+            self.out.weight = self.embed.weight
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.out(self.embed(x))
+
+    report = crawl_module(Tied(), args=(torch.tensor([[1, 2, 3]]),), mode="structure")
+    assert report["totals"]["parameters"] == 40
+    assert report["totals"]["shared_tensors"] == 1
+    codes = [d["code"] for d in report["diagnostics"]]
+    assert "shared_tensors" in codes
+    message = next(d["message"] for d in report["diagnostics"] if d["code"] == "shared_tensors")
+    assert "embed.weight = out.weight" in message
+
+
+def test_frozen_parameters_and_buffers() -> None:
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4))
+    model[1].weight.requires_grad_(False)
+    report = crawl_module(model, (3, 8, 8), mode="structure")
+    totals = report["totals"]
+    assert totals["parameters"] == 108 + 8
+    assert totals["frozen_parameters"] == 4
+    assert totals["buffers"] == 4 + 4 + 1
+    assert totals["buffer_bytes"]["value"] == 4 * 4 + 4 * 4 + 8
+
+
+def test_args_and_kwargs_are_forwarded_unchanged() -> None:
+    seen: dict[str, object] = {}
+
+    class Probe(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(3, 2)
+
+        def forward(
+            self, x: torch.Tensor, *, scale: torch.Tensor, extra: object = None
+        ) -> torch.Tensor:
+            seen["x"], seen["scale"], seen["extra"] = x, scale, extra
+            return self.linear(x) * scale
+
+    x = torch.randn(2, 3, requires_grad=True)
+    scale = torch.tensor(2.0)
+    marker = object()
+    report = crawl_module(
+        Probe(), args=(x,), kwargs={"scale": scale, "extra": marker}, mode="structure"
+    )
+    assert seen["x"] is x and seen["scale"] is scale and seen["extra"] is marker
+    assert report["inputs"][0]["requires_grad"] is True
+    names = [entry["name"] for entry in report["input_kwargs"]]
+    assert names == ["scale", "extra"]
+    assert report["input_kwargs"][1]["value"] == {"kind": "other", "type_name": "object"}
+
+
+def test_nested_outputs_are_described_without_values() -> None:
+    Pair = namedtuple("Pair", ["left", "right"])
+
+    @dataclass
+    class Out:
+        logits: torch.Tensor
+        aux: list[object]
+
+    class Nested(nn.Module):
+        def forward(self, x: torch.Tensor) -> object:
+            return {"pair": Pair(x, None), "out": Out(x.double(), [1.5, "label", x.int()])}
+
+    report = crawl_module(Nested(), (2,), mode="structure")
+    output = report["layers"][0]["output"]
+    assert output["kind"] == "dict"
+    pair = output["entries"][0]["value"]
+    assert pair["kind"] == "named_tuple" and pair["type_name"] == "Pair"
+    assert pair["fields"][1] == {"name": "right", "value": {"kind": "none"}}
+    out = output["entries"][1]["value"]
+    assert out["kind"] == "dataclass" and out["fields"][0]["value"]["dtype"] == "float64"
+    assert out["fields"][1]["value"]["items"][:2] == [
+        {"kind": "scalar", "type_name": "float"},
+        {"kind": "scalar", "type_name": "str"},
+    ]
+    assert "label" not in str(report) and "1.5" not in str(report)
+
+
+def test_training_flags_and_grad_mode_are_restored_on_success_and_error() -> None:
+    model = TinyCNN().train()
+    model.relu.eval()
+    crawl_module(model, (3, 16, 16), mode="structure")
+    assert model.training and model.conv.training and not model.relu.training
+    assert torch.is_grad_enabled()
+
+    class Boom(RuntimeError):
+        pass
+
+    error = Boom("from the model")
+
+    class Failing(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = nn.Linear(2, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.inner(x)
+            raise error
+
+    failing = Failing().train()
+    with pytest.raises(Boom) as caught:
+        crawl_module(failing, (2,), mode="structure")
+    assert caught.value is error
+    assert failing.training and failing.inner.training
+    assert torch.is_grad_enabled()
+    assert not failing._forward_hooks and not failing._forward_pre_hooks
+    assert not failing.inner._forward_hooks and not failing.inner._forward_pre_hooks
+
+
+def test_hooks_are_removed() -> None:
+    model = TinyCNN()
+    crawl_module(model, (3, 8, 8), mode="structure")
+    for module in model.modules():
+        assert not module._forward_hooks and not module._forward_pre_hooks
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({}, "give the inputs"),
+        ({"input_shape": (3, 8, 8), "args": (torch.zeros(1),)}, "not both"),
+        ({"input_shape": (3, 0, 8)}, "positive"),
+        ({"input_shape": "3x8x8"}, "input_shape must be"),
+        ({"input_shape": (3, 8, 8), "mode": "fast"}, "mode must be"),
+        ({"input_shape": (3, 8, 8), "dtype": "float"}, "dtype must be"),
+        ({"args": (torch.zeros(1, 3, 8, 8),), "dtype": torch.float16}, "dtype applies"),
+        ({"input_shape": (3, 8, 8), "device": "gpu0"}, "not a torch device"),
+    ],
+)
+def test_bad_arguments_say_what_to_do(kwargs: dict[str, object], match: str) -> None:
+    with pytest.raises(InvalidArgumentError, match=match):
+        crawl_module(TinyCNN(), **kwargs)  # type: ignore[arg-type]
+
+
+def test_not_a_module() -> None:
+    with pytest.raises(InvalidArgumentError, match=r"measure_flops\(fn\)"):
+        crawl_module(lambda x: x, (3,))  # type: ignore[arg-type]
+
+
+def test_summary_prints_and_returns_the_report() -> None:
+    buffer = io.StringIO()
+    report = summary(TinyCNN(), (3, 16, 16), mode="structure", file=buffer)
+    text = buffer.getvalue()
+    assert text == torchscan.format_summary(report)
+    assert text.startswith("Analysis of TinyCNN (structure mode, cpu, 1 PyTorch threads)")
+    assert "conv (Conv2d)" in text and "[1, 8, 14, 14]" in text
+    assert "Parameters: 314 (trainable 314, frozen 0)" in text
+
+
+def test_summary_accepts_torchscan_02_arguments(capsys: pytest.CaptureFixture[str]) -> None:
+    summary(TinyCNN(), (3, 16, 16), "mid", mode="structure", receptive_field=True)
+    summary(TinyCNN(), (3, 16, 16), wrap_mode="top", max_depth=1, mode="structure")
+    assert capsys.readouterr().out.count("Analysis of TinyCNN") == 2
+
+
+def test_strict_does_not_raise_in_structure_mode() -> None:
+    crawl_module(TinyCNN(), (3, 8, 8), mode="structure", strict=True)
+
+
+def test_incomplete_analysis_error_carries_the_report() -> None:
+    report = crawl_module(TinyCNN(), (3, 8, 8), mode="structure")
+    error = IncompleteAnalysisError(report, [("module_flops", "partial")])
+    assert error.report is report
+    assert "module_flops (partial)" in str(error)
+
+
+def test_full_mode_of_resnet18_matches_the_oracles() -> None:
+    report = crawl_module(ResNet18(), (3, 224, 224), strict=True)
+    totals = report["totals"]
+    assert totals["parameters"] == 11_689_512
+    assert totals["module_macs"]["value"] == 1_814_073_344
+    assert report["operator_flops"]["total"] == {
+        **report["operator_flops"]["total"],
+        "status": "complete",
+        "value": 3_628_146_688.0,
+    }
+    root = report["layers"][0]
+    assert root["macs"]["value"] == totals["module_macs"]["value"]
+    conv1 = next(layer for layer in report["layers"] if layer["path"] == "conv1")
+    assert conv1["receptive_field"]["size"] == [7.0, 7.0]
+    assert conv1["receptive_field"]["stride"] == [2.0, 2.0]
+    pool = next(layer for layer in report["layers"] if layer["path"] == "avgpool")
+    # The residual additions are carried through, so the chain reaches the global pool.
+    assert pool["receptive_field"]["status"] == "complete"
+    layer4 = next(layer for layer in report["layers"] if layer["path"] == "layer4")
+    assert layer4["receptive_field"]["stride"] == [32.0, 32.0]
+    assert layer4["receptive_field"]["size"] == [435.0, 435.0]
+    # The global pool is a 7x7 window with stride 7 on the 7x7 map.
+    assert pool["receptive_field"]["stride"] == [224.0, 224.0]
+    fc = next(layer for layer in report["layers"] if layer["path"] == "fc")
+    assert fc["receptive_field"]["status"] == "unavailable"
+
+
+def test_conv_module_estimates_match_the_oracle() -> None:
+    report = crawl_module(nn.Sequential(nn.Conv2d(3, 8, 3)), (3, 32, 32))
+    conv = report["layers"][1]
+    assert (conv["flops"]["value"], conv["macs"]["value"], conv["dmas"]["value"]) == (
+        388_800,
+        194_400,
+        201_824,
+    )
+    assert report["operator_flops"]["total"]["value"] == 388_800
+    assert report["totals"]["module_flops"]["value"] == 388_800
+
+
+def test_module_without_formula_is_partial_never_zero() -> None:
+    class Scale(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.gamma = nn.Parameter(torch.ones(8))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * self.gamma
+
+    model = nn.Sequential(nn.Linear(8, 8), Scale())
+    report = crawl_module(model, (8,))
+    scale = report["layers"][2]
+    assert scale["flops"]["status"] == "partial"
+    assert "no formula for Scale" in scale["flops"]["reason"]
+    totals = report["totals"]
+    assert totals["module_flops"]["status"] == "partial"
+    assert totals["module_flops"]["known_value"] == 8 * (2 * 8 - 1) + 8
+    diagnostics = [d for d in report["diagnostics"] if d["code"] == "module_without_formula"]
+    assert [d["path"] for d in diagnostics] == ["1"]
+    # Operator FLOPs are another view: the elementwise multiply is excluded by convention.
+    assert report["operator_flops"]["total"]["status"] == "complete"
+    with pytest.raises(IncompleteAnalysisError) as caught:
+        crawl_module(model, (8,), strict=True)
+    assert ("module_flops", "partial") in caught.value.metrics
+    assert caught.value.report["totals"]["module_flops"]["status"] == "partial"
+
+
+def test_container_adds_the_operators_it_runs_itself() -> None:
+    class Attention(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.q = nn.Linear(4, 4, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            q = self.q(x)
+            return torch.softmax(q @ x.transpose(-1, -2), dim=-1) @ x
+
+    report = crawl_module(Attention(), (5, 4))
+    root = report["layers"][0]
+    q = report["layers"][1]
+    own = 2 * (5 * 4 * 5) * 2  # two (5x4)@(4x5)-sized matrix products, 2 FLOPs per MAC
+    assert root["flops"]["value"] == q["flops"]["value"] + own
+    assert root["macs"]["value"] == q["macs"]["value"] + own / 2
+    assert report["operator_flops"]["total"]["value"] == 2 * 5 * 4 * 4 + own
+
+
+def test_uncounted_custom_operator_makes_operator_flops_partial() -> None:
+    @torch.library.custom_op("torchscan_test::crawl_twice", mutates_args=())
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    class Custom(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return twice(x)
+
+    model = nn.Sequential(nn.Linear(4, 4), Custom())
+    report = crawl_module(model, (4,))
+    total = report["operator_flops"]["total"]
+    assert total["status"] == "partial"
+    assert total["known_value"] == 2 * 4 * 4
+    uncounted = [op["operator"] for op in report["operator_flops"]["uncounted"]]
+    assert uncounted == ["torchscan_test::crawl_twice"]
+    custom = report["layers"][2]
+    assert custom["flops"]["status"] == "partial"
+    with pytest.raises(IncompleteAnalysisError):
+        crawl_module(model, (4,), strict=True)
+
+
+def test_full_mode_restores_state_and_removes_the_dispatch_mode() -> None:
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    model = ResNet18().train()
+    crawl_module(model, (3, 32, 32))
+    assert model.training and all(m.training for m in model.modules())
+    assert _get_current_dispatch_mode() is None
+    assert torch.is_grad_enabled()
+    for module in model.modules():
+        assert not module._forward_hooks and not module._forward_pre_hooks
+
+
+def test_structure_mode_is_faster_than_full_mode() -> None:
+    import time
+
+    model = ResNet18()
+    x = torch.rand(1, 3, 64, 64)
+
+    def best(mode: str) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            crawl_module(model, args=(x,), mode=mode)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    best("structure")
+    assert best("structure") < best("full")
+
+
+def test_lstm_and_transformer_are_complete() -> None:
+    lstm = crawl_module(nn.LSTM(10, 20, batch_first=True), (7, 10), strict=True)
+    assert lstm["operator_flops"]["total"]["value"] == 33_600
+    assert lstm["layers"][0]["macs"]["value"] == 16_800
+    encoder = nn.TransformerEncoder(
+        nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True), num_layers=2
+    )
+    report = crawl_module(encoder, (10, 64), strict=True)
+    assert report["operator_flops"]["total"]["status"] == "complete"
