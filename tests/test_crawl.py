@@ -218,9 +218,21 @@ def test_summary_prints_and_returns_the_report() -> None:
 
 
 def test_summary_accepts_torchscan_02_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    summary(TinyCNN(), (3, 16, 16), "mid", mode="structure", receptive_field=True)
+    summary(TinyCNN(), (3, 16, 16), "mid", None, True, False, mode="structure")
     summary(TinyCNN(), (3, 16, 16), wrap_mode="top", max_depth=1, mode="structure")
     assert capsys.readouterr().out.count("Analysis of TinyCNN") == 2
+
+
+def test_summary_max_depth_hides_deeper_layers() -> None:
+    deep, shallow = io.StringIO(), io.StringIO()
+    summary(ResNet18(), (3, 32, 32), mode="structure", file=deep)
+    summary(ResNet18(), (3, 32, 32), max_depth=1, mode="structure", file=shallow)
+    assert "layer1 (Sequential)" in shallow.getvalue()
+    assert "conv1 (Conv2d)" in shallow.getvalue()
+    assert "0 (BasicBlock)" not in shallow.getvalue()
+    assert "0 (BasicBlock)" in deep.getvalue()
+    with pytest.raises(InvalidArgumentError, match="max_depth"):
+        summary(ResNet18(), (3, 32, 32), max_depth=-1, mode="structure")
 
 
 def test_strict_does_not_raise_in_structure_mode() -> None:

@@ -723,40 +723,41 @@ def _validate_own(report: AnalysisReport) -> None:
 def summary(
     model: Any,
     input_shape: Any = None,
-    dtype: Any = None,
+    wrap_mode: str = "mid",
+    max_depth: int | None = None,
+    receptive_field: bool = False,
+    effective_rf_stats: bool = False,
     *,
+    dtype: Any = None,
     args: Any = None,
     kwargs: Mapping[str, Any] | None = None,
     device: Any = None,
     mode: str = "full",
     strict: bool = False,
-    max_depth: int | None = None,
-    wrap_mode: str | None = None,
-    receptive_field: bool = False,
-    effective_rf_stats: bool = False,
     file: IO[str] | None = None,
 ) -> AnalysisReport:
     """Print the layer table of ``model`` and return the same report as :func:`crawl_module`.
 
-    Takes the arguments of :func:`crawl_module` plus display options: ``max_depth`` hides layers
-    nested deeper; ``file`` is where the table goes (standard output by default). ``wrap_mode``,
-    ``receptive_field`` and ``effective_rf_stats`` are accepted for torchscan 0.2 callers; the
+    Takes the arguments of :func:`crawl_module` (``dtype`` by keyword) plus display options:
+    ``max_depth`` hides layers nested deeper than that; ``file`` is where the table goes
+    (standard output by default). The positional order is torchscan 0.2's, so its callers keep
+    working: ``wrap_mode``, ``receptive_field`` and ``effective_rf_stats`` are accepted; the
     receptive field is always in the report. With ``strict=True`` the table is printed before
     :class:`~torchscan.IncompleteAnalysisError` is raised.
     """
-    if isinstance(dtype, str) and wrap_mode is None:
-        # torchscan 0.2 took wrap_mode as the third positional argument.
-        wrap_mode, dtype = dtype, None
-    if wrap_mode is not None and wrap_mode not in _WRAP_MODES:
+    if wrap_mode not in _WRAP_MODES:
         raise InvalidArgumentError(f"wrap_mode must be one of {_WRAP_MODES}, got {wrap_mode!r}")
-    if max_depth is not None and (not isinstance(max_depth, int) or max_depth < 0):
+    if max_depth is not None and (
+        isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0
+    ):
         raise InvalidArgumentError(f"max_depth must be a non-negative integer, got {max_depth!r}")
     del receptive_field, effective_rf_stats
     report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
     _validate_own(report)
     from .validation import format_summary
 
-    print(format_summary(report), end="", file=file if file is not None else sys.stdout)
+    text = format_summary(report, max_depth=max_depth)
+    print(text, end="", file=file if file is not None else sys.stdout)
     if strict:
         _strict_check(report)
     return report

@@ -461,6 +461,7 @@ def measure_flops(
     *,
     modules: Any = None,
     formulas: Mapping[Any, FlopFormula] | None = None,
+    custom_mapping: Mapping[Any, FlopFormula] | None = None,
 ) -> FlopReport:
     """Run ``fn()`` once under an :class:`OperatorFlopCounter` and return a ``flops`` report.
 
@@ -473,6 +474,7 @@ def measure_flops(
             how a custom operator is counted. Each takes the operator's arguments with tensors
             replaced by shapes, plus ``out_shape=``, and returns an ``int`` (PyTorch's
             ``FlopCounterMode`` convention; a formula with ``_get_raw = True`` gets tensors).
+        custom_mapping: the name torchscan 0.2 gave ``formulas``; give one or the other.
 
     The report's ``context`` records the grad and inference-mode flags as they were when ``fn``
     started, the device of the tensors seen and the floating dtypes seen. ``fn``'s own exception
@@ -487,6 +489,12 @@ def measure_flops(
         raise InvalidArgumentError(
             f"fn must be a zero-argument callable (e.g. lambda: model(x)); got {type(fn).__name__}"
         )
+    if custom_mapping is not None:
+        if formulas is not None:
+            raise InvalidArgumentError(
+                "custom_mapping is the former name of formulas; pass one of them, not both"
+            )
+        formulas = custom_mapping
     counter = OperatorFlopCounter(modules=modules, formulas=formulas)
     model = _single_module(modules)
     model_type = type(model).__qualname__ if model is not None else None

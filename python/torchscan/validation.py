@@ -60,14 +60,19 @@ def validate_report(report: ReportInput) -> str:
         raise ReportValidationError(_problems(error)) from None
 
 
-def format_summary(report: ReportInput) -> str:
+def format_summary(report: ReportInput, *, max_depth: int | None = None) -> str:
     """Return the text summary of a valid report: the lines ``torchscan-report summary`` prints.
 
-    Raises :class:`ReportValidationError` when the report is invalid. Programs should read the JSON,
-    never this text.
+    ``max_depth`` hides analysis layers nested deeper than that (the root's children are depth
+    1). Raises :class:`ReportValidationError` when the report is invalid. Programs should read the
+    JSON, never this text.
     """
+    if max_depth is not None and (
+        isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0
+    ):
+        raise TypeError(f"max_depth must be a non-negative integer or None, got {max_depth!r}")
     text = report_json(report)
     try:
-        return _core.format_summary_json(text)
+        return _core.format_summary_json(text, max_depth)
     except _core.CoreValidationError as error:
         raise ReportValidationError(_problems(error)) from None

@@ -15,11 +15,14 @@ fn validate_report_json(py: Python<'_>, text: &str) -> PyResult<String> {
 }
 
 /// The text summary of report JSON text; raises `CoreValidationError` when invalid.
+/// `max_depth` hides analysis layers nested deeper than that.
 #[pyfunction]
-fn format_summary_json(py: Python<'_>, text: &str) -> PyResult<String> {
+#[pyo3(signature = (text, max_depth=None))]
+fn format_summary_json(py: Python<'_>, text: &str, max_depth: Option<u64>) -> PyResult<String> {
+    let options = torchscan_core::SummaryOptions { max_depth };
     let outcome = py.detach(|| torchscan_core::read_report(text));
     outcome
-        .map(|report| torchscan_core::format_summary(&report))
+        .map(|report| torchscan_core::format_summary_with(&report, &options))
         .map_err(|problems| validation_error(py, problems))
 }
 
