@@ -248,6 +248,7 @@ def test_incomplete_analysis_error_carries_the_report() -> None:
 
 def test_full_mode_of_resnet18_matches_the_oracles() -> None:
     report = crawl_module(ResNet18(), (3, 224, 224), strict=True)
+    assert torchscan.validate_report(report) == "analysis"
     totals = report["totals"]
     assert totals["parameters"] == 11_689_512
     assert totals["module_macs"]["value"] == 1_814_073_344
@@ -296,6 +297,7 @@ def test_module_without_formula_is_partial_never_zero() -> None:
 
     model = nn.Sequential(nn.Linear(8, 8), Scale())
     report = crawl_module(model, (8,))
+    assert torchscan.validate_report(report) == "analysis"
     scale = report["layers"][2]
     assert scale["flops"]["status"] == "partial"
     assert "no formula for Scale" in scale["flops"]["reason"]
@@ -342,6 +344,7 @@ def test_uncounted_custom_operator_makes_operator_flops_partial() -> None:
 
     model = nn.Sequential(nn.Linear(4, 4), Custom())
     report = crawl_module(model, (4,))
+    assert torchscan.validate_report(report) == "analysis"
     total = report["operator_flops"]["total"]
     assert total["status"] == "partial"
     assert total["known_value"] == 2 * 4 * 4

@@ -197,9 +197,27 @@ def _unique_tensors(named: Iterable[tuple[str, Any]]) -> tuple[list[Any], int]:
     return list(first.values()), shared
 
 
+def _named_tensors(model: Any) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """Every (name, parameter) and (name, buffer) of ``model``, duplicates included, in one walk."""
+    parameters: list[tuple[str, Any]] = []
+    buffers: list[tuple[str, Any]] = []
+    for prefix, module in model.named_modules(remove_duplicate=False):
+        dot = f"{prefix}." if prefix else ""
+        parameters.extend(
+            (dot + name, tensor)
+            for name, tensor in module._parameters.items()
+            if tensor is not None
+        )
+        buffers.extend(
+            (dot + name, tensor) for name, tensor in module._buffers.items() if tensor is not None
+        )
+    return parameters, buffers
+
+
 def _totals_storage(model: Any) -> tuple[dict[str, int], MetricResult, MetricResult, list[str]]:
-    params, shared_params = _unique_tensors(model.named_parameters(remove_duplicate=False))
-    buffers, shared_buffers = _unique_tensors(model.named_buffers(remove_duplicate=False))
+    named_parameters, named_buffers = _named_tensors(model)
+    params, shared_params = _unique_tensors(named_parameters)
+    buffers, shared_buffers = _unique_tensors(named_buffers)
     counts = {
         "parameters": sum(int(p.numel()) for p in params),
         "trainable_parameters": sum(int(p.numel()) for p in params if p.requires_grad),
@@ -219,26 +237,21 @@ def _totals_storage(model: Any) -> tuple[dict[str, int], MetricResult, MetricRes
         _STORAGE_SCOPE.format(what="buffers"),
         _STORAGE_METHOD,
     )
-    shared_names = _shared_names(model)
+    by_id: dict[int, list[str]] = {}
+    for name, tensor in (*named_parameters, *named_buffers):
+        by_id.setdefault(id(tensor), []).append(name)
+    shared_names = [
+        " = ".join(dict.fromkeys(names)) for names in by_id.values() if len(set(names)) > 1
+    ]
     return counts, parameter_bytes, buffer_bytes, shared_names
 
 
-def _shared_names(model: Any) -> list[str]:
-    by_id: dict[int, list[str]] = {}
-    for name, tensor in (
-        *model.named_parameters(remove_duplicate=False),
-        *model.named_buffers(remove_duplicate=False),
-    ):
-        by_id.setdefault(id(tensor), []).append(name)
-    return [" = ".join(names) for names in by_id.values() if len(names) > 1]
-
-
 def _own_counts(module: Any) -> tuple[int, int, int]:
-    params = list(module.parameters(recurse=False))
+    params = [p for p in module._parameters.values() if p is not None]
     return (
         sum(int(p.numel()) for p in params),
         sum(int(p.numel()) for p in params if p.requires_grad),
-        sum(int(b.numel()) for b in module.buffers(recurse=False)),
+        sum(int(b.numel()) for b in module._buffers.values() if b is not None),
     )
 
 
@@ -708,16 +721,9 @@ def crawl_module(
     partial or unavailable.
     """
     report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
-    _validate_own(report)
     if strict:
         _strict_check(report)
     return report
-
-
-def _validate_own(report: AnalysisReport) -> None:
-    from .validation import validate_report
-
-    validate_report(report)
 
 
 def summary(
@@ -753,7 +759,6 @@ def summary(
         raise InvalidArgumentError(f"max_depth must be a non-negative integer, got {max_depth!r}")
     del receptive_field, effective_rf_stats
     report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
-    _validate_own(report)
     from .validation import format_summary
 
     text = format_summary(report, max_depth=max_depth)

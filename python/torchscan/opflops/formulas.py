@@ -43,13 +43,32 @@ def from_shape_formula(formula: Callable[..., Any], *, raw: bool = False) -> Raw
     out_val=out, **kwargs)`` with the tensors themselves, as ``register_flop_formula(...,
     get_raw=True)`` formulas and the registry's already wrapped entries expect.
     """
-    shape_wrapper: Any = flop_counter.shape_wrapper  # untyped in torch
-    call = formula if raw else shape_wrapper(formula)
+    if raw:
+
+        def counted_raw(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+            return int(formula(*args, **kwargs, out_val=out))
+
+        return counted_raw
 
     def counted(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
-        return int(call(*args, **kwargs, out_val=out))
+        # What ``flop_counter.shape_wrapper`` does, without pytree: formulas run on every counted
+        # operator, and pytree's flatten/unflatten dominated their cost.
+        shaped_kwargs = {key: _shapes(value) for key, value in kwargs.items()}
+        return int(formula(*_shapes(args), out_shape=_shapes(out), **shaped_kwargs))
 
     return counted
+
+
+def _shapes(value: Any) -> Any:
+    """``value`` with every tensor replaced by its shape, through tuples, lists and dicts."""
+    if isinstance(value, torch.Tensor):
+        return value.shape
+    if isinstance(value, (tuple, list)):
+        # Named tuples and return-type structs become plain tuples: formulas index them.
+        return (list if isinstance(value, list) else tuple)(_shapes(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _shapes(item) for key, item in value.items()}
+    return value
 
 
 def _tokens(tensor: Any) -> int:
