@@ -24,7 +24,7 @@ $(PY):
 # torch, psutil and the test extra come from pyproject.toml through maturin's install.
 $(DEPS_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet "maturin>=1.8,<2"
-	$(PY) -m maturin develop --release --extras test
+	$(PY) -m maturin develop --release --extras test,models
 	touch $@
 
 $(EXT_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)

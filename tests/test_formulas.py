@@ -9,8 +9,10 @@ from typing import Any
 import pytest
 import torch
 from torch import nn
+from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence
 
+from torchscan import formulas
 from torchscan.formulas import (
     RULES,
     Estimate,
@@ -1181,3 +1183,58 @@ def test_more_field_steps() -> None:
         (nn.Embedding(10, 3), (torch.tensor([1, 2]),)),
     ):
         assert _step(module, *inputs) is None
+
+
+def _named_class(module: str, name: str, forward: Any, params: int = 0) -> type[nn.Module]:
+    """A stand-in for a third-party class: same qualified name, no package needed."""
+
+    def init(self: nn.Module) -> None:
+        nn.Module.__init__(self)
+        if params:
+            self.weight = nn.Parameter(torch.ones(params))
+
+    return type(name, (nn.Module,), {"__module__": module, "__init__": init, "forward": forward})
+
+
+def test_third_party_modules_get_the_equivalent_formula() -> None:
+    x = torch.randn(2, 3, 8)
+    gelu = _named_class("transformers.activations", "GELUActivation", lambda self, t: F.gelu(t))()
+    assert estimate(gelu, x) == estimate(nn.GELU(), x)
+    new_gelu = _named_class(
+        "transformers.activations",
+        "NewGELUActivation",
+        lambda self, t: F.gelu(t, approximate="tanh"),
+    )()
+    assert estimate(new_gelu, x) == estimate(nn.GELU(approximate="tanh"), x)
+    rms = _named_class(
+        "transformers.models.llama.modeling_llama",
+        "LlamaRMSNorm",
+        lambda self, t: t * self.weight,
+        8,
+    )()
+    assert estimate(rms, x) == estimate(nn.RMSNorm(8), x)
+    drop = _named_class("timm.layers.drop", "DropPath", lambda self, t: t)()
+    assert estimate(drop, x) == E(0, 0, 2 * 48)
+    # A subclass of a known class is matched through its bases.
+    sub = type("MyGELU", (type(gelu),), {"__module__": "mine"})()
+    assert estimate(sub, x) == estimate(nn.GELU(), x)
+    # The same name in another package is not matched.
+    other = _named_class("mine.activations", "GELUActivation", lambda self, t: F.gelu(t))()
+    assert estimate(other, x) is None
+    assert "transformers.activations.GELUActivation" in formulas.supported_third_party_types()
+
+
+def test_transformers_conv1d_is_a_transposed_linear() -> None:
+    class Conv1D(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(16, 4))
+            self.bias = nn.Parameter(torch.zeros(4))
+
+        def forward(self, t: torch.Tensor) -> torch.Tensor:
+            return torch.addmm(self.bias, t.view(-1, 16), self.weight).view(*t.shape[:-1], 4)
+
+    Conv1D.__module__ = "transformers.pytorch_utils"
+    Conv1D.__qualname__ = "Conv1D"
+    x = torch.randn(8, 16)
+    assert estimate(Conv1D(), x) == estimate(nn.Linear(16, 4), x)

@@ -153,7 +153,7 @@ def _make_inputs(
             raise InvalidArgumentError(
                 "dtype applies to generated inputs (input_shape); args are forwarded unchanged"
             )
-        positional = args if isinstance(args, tuple) else (args,)
+        positional = () if args is None else args if isinstance(args, tuple) else (args,)
     return positional, dict(kwargs) if kwargs is not None else {}, resolved_device
 
 

@@ -28,6 +28,7 @@ from . import (
     pooling,
     recurrent,
     shape,
+    thirdparty,
 )
 from ._common import Estimate, FieldStep, Rule
 
@@ -39,6 +40,7 @@ __all__ = [
     "has_formula",
     "module_estimate",
     "supported_module_types",
+    "supported_third_party_types",
 ]
 
 # The public home of the result types (they are defined in ``_common`` to avoid import cycles).
@@ -63,7 +65,7 @@ def _rule(module: nn.Module) -> Rule | None:
     for rule in RULES:
         if isinstance(module, rule.types):
             return rule
-    return None
+    return thirdparty.rule_by_name(module)
 
 
 def module_estimate(
@@ -106,6 +108,11 @@ def field_step(module: nn.Module, inputs: tuple[object, ...], output: object) ->
     if rule is None or rule.field is None:
         return None
     return rule.field(module, tuple(inputs), output)
+
+
+def supported_third_party_types() -> list[str]:
+    """Qualified names of transformers, timm and torchvision.ops classes with formulas."""
+    return thirdparty.supported_third_party_types()
 
 
 def supported_module_types() -> list[str]:

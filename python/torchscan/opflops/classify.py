@@ -184,6 +184,7 @@ _REDUCTION = frozenset(
 
 _DATA_MOVEMENT = frozenset(
     {
+        "expand_copy",
         "clone",
         "copy",
         "copy_",
@@ -361,7 +362,11 @@ _ELEMENTWISE = frozenset(
         "log_sigmoid_backward",
         "silu_backward",
         "mish_backward",
+        "hardswish",
         "hardswish_backward",
+        "absolute",
+        "negative",
+        "rrelu_with_noise_functional",
         "hardsigmoid_backward",
         "leaky_relu_backward",
         "elu_backward",
@@ -416,6 +421,8 @@ _ELEMENTWISE = frozenset(
 
 _ALLOCATION = frozenset(
     {
+        "logspace",
+        "linspace",
         "empty",
         "empty_like",
         "empty_strided",
