@@ -20,12 +20,24 @@ def dtype_name(dtype: Any) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+_DTYPE_NAMES: dict[Any, str] = {}
+_DEVICE_NAMES: dict[Any, str] = {}
+
+
 def tensor_meta(tensor: Any) -> TensorMeta:
     """Shape, dtype, device and ``requires_grad`` of a tensor."""
+    # Runs for every input and output of every module call: names are cached per dtype/device.
+    dtype, device = tensor.dtype, tensor.device
+    dtype_text = _DTYPE_NAMES.get(dtype)
+    if dtype_text is None:
+        dtype_text = _DTYPE_NAMES[dtype] = dtype_name(dtype)
+    device_text = _DEVICE_NAMES.get(device)
+    if device_text is None:
+        device_text = _DEVICE_NAMES[device] = str(device)
     return {
-        "shape": [int(size) for size in tensor.shape],
-        "dtype": dtype_name(tensor.dtype),
-        "device": str(tensor.device),
+        "shape": list(tensor.shape),
+        "dtype": dtype_text,
+        "device": device_text,
         "requires_grad": bool(tensor.requires_grad),
     }
 
@@ -87,22 +99,28 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
     return {"kind": "other", "type_name": _type_name(value)}
 
 
-def iter_tensors(value: Any, _depth: int = 0) -> list[Any]:
+def iter_tensors(value: Any) -> list[Any]:
     """Every tensor in ``value``, depth first, through the same containers as :func:`describe`."""
     import torch
 
     if isinstance(value, torch.Tensor):
         return [value]
-    if _depth >= _MAX_DEPTH or value is None or isinstance(value, _SCALARS):
-        return []
-    if isinstance(value, (tuple, list)):
-        return [t for item in value for t in iter_tensors(item, _depth + 1)]
-    if isinstance(value, Mapping):
-        return [t for item in value.values() for t in iter_tensors(item, _depth + 1)]
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [
-            t
-            for field in dataclasses.fields(value)
-            for t in iter_tensors(getattr(value, field.name, None), _depth + 1)
-        ]
-    return []
+    found: list[Any] = []
+    _collect(value, found, 0, torch.Tensor)
+    return found
+
+
+def _collect(value: Any, found: list[Any], depth: int, tensor_type: type) -> None:
+    if isinstance(value, tensor_type):
+        found.append(value)
+    elif depth >= _MAX_DEPTH or value is None or isinstance(value, _SCALARS):
+        return
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            _collect(item, found, depth + 1, tensor_type)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            _collect(item, found, depth + 1, tensor_type)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            _collect(getattr(value, item.name, None), found, depth + 1, tensor_type)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -80,9 +81,10 @@ def _resolve_device(model: Any, device: Any) -> Any:
             raise InvalidArgumentError(
                 f"device {device!r} is not a torch device; pass 'cpu', 'cuda', 'cuda:0', ..."
             ) from error
-    for tensor in (*model.parameters(), *model.buffers()):
-        return tensor.device
-    return torch.device("cpu")
+    tensor = next(model.parameters(), None)
+    if tensor is None:
+        tensor = next(model.buffers(), None)
+    return tensor.device if tensor is not None else torch.device("cpu")
 
 
 def _resolve_dtypes(model: Any, dtype: Any, count: int) -> list[Any]:
@@ -175,22 +177,20 @@ def _unique_tensors(named: Iterable[tuple[str, Any]]) -> tuple[list[Any], int]:
     """
     seen: dict[tuple[Any, ...], list[str]] = {}
     first: dict[tuple[Any, ...], Any] = {}
+    by_identity: dict[int, tuple[Any, ...]] = {}
     for name, tensor in named:
-        key: tuple[Any, ...]
-        try:
+        key = by_identity.get(id(tensor))
+        if key is None:
+            pointer = 0
+            # Meta and other storage-less tensors have no pointer: identity is all there is.
+            with contextlib.suppress(RuntimeError, NotImplementedError):
+                pointer = tensor.data_ptr()
             key = (
-                tensor.device.type,
-                tensor.untyped_storage().data_ptr(),
-                tensor.storage_offset(),
-                tuple(tensor.shape),
-                tuple(tensor.stride()),
-                tensor.dtype,
+                ("id", id(tensor))
+                if pointer == 0
+                else (tensor.device, pointer, tuple(tensor.shape), tensor.stride(), tensor.dtype)
             )
-            if key[1] == 0:
-                key = ("id", id(tensor))
-        except (RuntimeError, NotImplementedError):
-            # Meta and other storage-less tensors: identity is all there is.
-            key = ("id", id(tensor))
+            by_identity[id(tensor)] = key
         seen.setdefault(key, []).append(name)
         first.setdefault(key, tensor)
     shared = sum(1 for names in seen.values() if len(names) > 1)
@@ -261,9 +261,10 @@ class _Recorder:
     def __init__(self, model: Any, on_finish: Callable[[_Call], None]) -> None:
         self.on_finish = on_finish
         self.paths: dict[int, str] = {}
+        self.modules: list[Any] = []
         for path, module in model.named_modules(remove_duplicate=True):
-            self.paths.setdefault(id(module), path)
-        self.modules = [m for _, m in model.named_modules(remove_duplicate=True)]
+            self.paths[id(module)] = path
+            self.modules.append(module)
         self.calls: list[_Call] = []
         self.stack: list[_Call] = []
         self.call_counts: dict[str, int] = {}
@@ -563,7 +564,8 @@ def _analyse(
         model, input_shape, dtype, args, kwargs, device
     )
     flags_before = current_flags()
-    training = {id(module): module.training for module in model.modules()}
+    recorder_modules = list(model.modules())
+    training = {id(module): module.training for module in recorder_modules}
     full = mode == "full"
     diagnostics: dict[tuple[str, str], Diagnostic] = {}
     tracker = _FieldTracker()
@@ -591,8 +593,8 @@ def _analyse(
                 with operator_pass:
                     model(*positional, **keywords)
     finally:
-        for module in model.modules():
-            module.training = training.get(id(module), module.training)
+        for module in recorder_modules:
+            module.training = training[id(module)]
     return _build_report(
         model,
         mode,

@@ -61,11 +61,21 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+# The rule depends only on the module's class; analysis asks for it on every module call.
+_RULE_BY_TYPE: dict[type, Rule | None] = {}
+
+
 def _rule(module: nn.Module) -> Rule | None:
-    for rule in RULES:
-        if isinstance(module, rule.types):
-            return rule
-    return thirdparty.rule_by_name(module)
+    kind = type(module)
+    try:
+        return _RULE_BY_TYPE[kind]
+    except KeyError:
+        pass
+    found = next((rule for rule in RULES if isinstance(module, rule.types)), None)
+    if found is None:
+        found = thirdparty.rule_by_name(module)
+    _RULE_BY_TYPE[kind] = found
+    return found
 
 
 def module_estimate(

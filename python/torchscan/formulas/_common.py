@@ -124,11 +124,16 @@ def as_tuple(value: object, dims: int) -> tuple[int, ...]:
 
 def param_elements(module: nn.Module) -> int:
     """The number of parameter elements of a module, skipping uninitialised (lazy) ones."""
-    return sum(
-        param.numel()
-        for param in module.parameters()
-        if not isinstance(param, nn.parameter.UninitializedParameter)
-    )
+    # Walks the parameter dicts directly: this runs on every module call of an analysis.
+    total_elements = 0
+    pending = [module]
+    while pending:
+        current = pending.pop()
+        for param in current._parameters.values():
+            if param is not None and not isinstance(param, nn.parameter.UninitializedParameter):
+                total_elements += param.numel()
+        pending.extend(child for child in current._modules.values() if child is not None)
+    return total_elements
 
 
 def elementwise(inputs: int, outputs: int, flops_per_element: int, params: int = 0) -> Estimate:

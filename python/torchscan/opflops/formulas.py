@@ -274,11 +274,30 @@ _KERNELS: dict[Any, RawFormula] = {
 }
 
 
+def _shape_formula_of(formula: Any) -> Callable[..., Any] | None:
+    """The shape formula inside a ``flop_counter.shape_wrapper`` wrapper, or None."""
+    wrapped = getattr(formula, "__wrapped__", None)
+    same_name = getattr(formula, "__qualname__", "") == getattr(wrapped, "__qualname__", None)
+    if wrapped is None or not same_name:
+        return None
+    # shape_wrapper's wrapper is a closure named ``nf`` defined in flop_counter; ``get_raw``
+    # registrations keep the function itself. Only the former takes shapes.
+    code = getattr(formula, "__code__", None)
+    return wrapped if code is not None and code.co_name == "nf" else None
+
+
 def builtin_formulas() -> dict[Any, RawFormula]:
     """Formulas by ``OpOverloadPacket``: PyTorch's ``flop_registry`` over our kernel formulas."""
     formulas: dict[Any, RawFormula] = dict(_KERNELS)
     for packet, formula in flop_counter.flop_registry.items():
         if isinstance(packet, torch._ops.OpOverloadPacket):
-            # Registry entries are already wrapped (shape_wrapper or get_raw): call them raw.
-            formulas[packet] = from_shape_formula(formula, raw=True)
+            # Registry entries are already wrapped: ``shape_wrapper`` (which keeps the shape
+            # formula as ``__wrapped__``) or ``get_raw``. Unwrapping a shape formula lets our
+            # pytree-free shape conversion run it; anything else is called raw.
+            shape_formula = _shape_formula_of(formula)
+            formulas[packet] = (
+                from_shape_formula(shape_formula)
+                if shape_formula is not None
+                else from_shape_formula(formula, raw=True)
+            )
     return formulas
