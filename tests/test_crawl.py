@@ -195,6 +195,7 @@ def test_hooks_are_removed() -> None:
         ({"input_shape": (3, 8, 8), "dtype": "float"}, "dtype must be"),
         ({"args": (torch.zeros(1, 3, 8, 8),), "dtype": torch.float16}, "dtype applies"),
         ({"input_shape": (3, 8, 8), "device": "gpu0"}, "not a torch device"),
+        ({"input_shape": (3, 8, 8), "device": "meta"}, "move the model first"),
     ],
 )
 def test_bad_arguments_say_what_to_do(kwargs: dict[str, object], match: str) -> None:
@@ -395,3 +396,50 @@ def test_lstm_and_transformer_are_complete() -> None:
     )
     report = crawl_module(encoder, (10, 64), strict=True)
     assert report["operator_flops"]["total"]["status"] == "complete"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error without a CUDA device")
+def test_cuda_without_a_device_is_a_clear_error() -> None:
+    with pytest.raises(InvalidArgumentError, match="no CUDA device is available"):
+        crawl_module(TinyCNN(), (3, 8, 8), device="cuda")
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_analysis_records_the_device() -> None:
+    model = TinyCNN().cuda()
+    report = crawl_module(model, (3, 16, 16), device="cuda")
+    assert report["context"]["device"].startswith("cuda")
+    assert report["inputs"][0]["device"].startswith("cuda")
+    assert report["operator_flops"]["total"]["status"] == "complete"
+
+
+def test_keyboard_interrupt_restores_state() -> None:
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    class Interrupted(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(2, 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.linear(x)
+            raise KeyboardInterrupt
+
+    model = Interrupted().train()
+    with pytest.raises(KeyboardInterrupt):
+        crawl_module(model, (2,))
+    assert model.training and model.linear.training
+    assert torch.is_grad_enabled()
+    assert _get_current_dispatch_mode() is None
+    assert not model.linear._forward_hooks and not model.linear._forward_pre_hooks
+
+
+def test_inference_mode_caller_and_inputs_requiring_grad() -> None:
+    model = nn.Sequential(nn.Linear(16, 4), nn.Conv1d(1, 2, 3))
+    x = torch.randn(1, 1, 16, requires_grad=True)
+    report = crawl_module(model, args=(x,))
+    assert report["operator_flops"]["total"]["status"] == "complete"
+    with torch.inference_mode():
+        inside = crawl_module(model, args=(torch.randn(1, 1, 16),))
+    assert inside["operator_flops"]["total"] == report["operator_flops"]["total"]

@@ -74,17 +74,31 @@ def _check_model(model: Any) -> None:
 def _resolve_device(model: Any, device: Any) -> Any:
     import torch
 
-    if device is not None:
-        try:
-            return torch.device(device)
-        except (RuntimeError, TypeError) as error:
-            raise InvalidArgumentError(
-                f"device {device!r} is not a torch device; pass 'cpu', 'cuda', 'cuda:0', ..."
-            ) from error
     tensor = next(model.parameters(), None)
     if tensor is None:
         tensor = next(model.buffers(), None)
-    return tensor.device if tensor is not None else torch.device("cpu")
+    if device is None:
+        return tensor.device if tensor is not None else torch.device("cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise InvalidArgumentError(
+            f"device {device!r} is not a torch device; pass 'cpu', 'cuda', 'cuda:0', ..."
+        ) from error
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise InvalidArgumentError(
+            f"device {device!r} was requested but no CUDA device is available; use device='cpu'"
+        )
+    if resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise InvalidArgumentError(
+            f"device {device!r} was requested but MPS is not available; use device='cpu'"
+        )
+    if tensor is not None and tensor.device.type != "meta" and tensor.device.type != resolved.type:
+        raise InvalidArgumentError(
+            f"the model is on {tensor.device} but device={device!r}; move the model first "
+            f"(model.to({str(resolved)!r})): the analysis never moves your model"
+        )
+    return resolved
 
 
 def _resolve_dtypes(model: Any, dtype: Any, count: int) -> list[Any]:
