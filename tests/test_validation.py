@@ -33,6 +33,7 @@ def test_valid_fixture_passes_as_mapping_text_and_path(path: Path) -> None:
     assert validate_report(text) == report["kind"]
     assert validate_report(text.encode()) == report["kind"]
     assert validate_report(path) == report["kind"]
+    assert validate_report(str(path)) == report["kind"]
 
 
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: p.name)

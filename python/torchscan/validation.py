@@ -18,6 +18,8 @@ ReportInput = Mapping[str, Any] | str | bytes | os.PathLike[str]
 def report_json(report: ReportInput) -> str:
     """Return the JSON text of ``report``: a mapping, JSON text (``str``/``bytes``) or a file path.
 
+    A ``str`` that is not JSON text but names an existing file is read as that file.
+
     Non-finite floats are written as ``NaN``/``Infinity`` so that the validator can point at them.
     Raises :class:`ReportValidationError` when a mapping cannot be serialized to JSON.
     """
@@ -30,6 +32,11 @@ def report_json(report: ReportInput) -> str:
         except UnicodeDecodeError as error:
             raise ReportValidationError([("$", f"not UTF-8 text: {error}")]) from None
     if isinstance(report, str):
+        stripped = report.lstrip()
+        if stripped[:1] not in ("{", "[") and stripped and os.path.isfile(report):
+            # A path given as a string: JSON text always starts with an object or array here.
+            with open(report, encoding="utf-8") as handle:
+                return handle.read()
         return report
     if isinstance(report, Mapping):
         try:
