@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
 
+from torchscan import validate_report
 from torchscan.cli import example_report_text
 
 from .conftest import ROOT
@@ -18,12 +21,54 @@ def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
     )
 
 
-def test_demo_validates_the_bundled_report_and_says_what_it_ran() -> None:
-    result = run(sys.executable, "-m", "torchscan", "demo")
+def test_demo_measures_the_readme_workload_and_says_what_it_ran(tmp_path: Path) -> None:
+    target = tmp_path / "workload.json"
+    result = run(sys.executable, "-m", "torchscan", "demo", "--json", str(target))
     assert result.returncode == 0, result.stderr
-    assert "validated the bundled example benchmark report" in result.stdout
-    assert "does not measure workloads yet" in result.stdout
-    assert result.stdout.endswith(README_SUMMARY)
+    assert "measuring the README workload" in result.stdout
+    lines = result.stdout.splitlines()
+    assert "Workload on cpu (1 PyTorch threads)" in lines
+    assert "  Operator FLOPs: 1,048,576.000 FLOPs" in lines
+    assert "    Scope: PyTorch tracked CPU tensors" in lines
+    assert "  Process peak RSS: unavailable (not requested)" in lines
+    report = json.loads(target.read_text(encoding="utf-8"))
+    assert validate_report(report) == "benchmark"
+    assert report["metrics"]["tensor_memory_peak"]["value"] == 98_816
+
+
+def test_measure_command_writes_a_report(tmp_path: Path) -> None:
+    script = tmp_path / "bench.py"
+    script.write_text(
+        "import torch\n"
+        "model = torch.nn.Linear(8, 8)\n"
+        "x = torch.randn(4, 8)\n"
+        "def workload():\n"
+        "    return model(x)\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.json"
+    result = run(
+        sys.executable,
+        "-m",
+        "torchscan",
+        "measure",
+        f"{script}:workload",
+        "--work-units",
+        "4",
+        "--work-unit",
+        "rows",
+        "--metrics",
+        "latency,operator_flops",
+        "--min-time",
+        "0.05",
+        "--json",
+        str(out),
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["workload"]["work_unit"] == "rows"
+    assert report["metrics"]["operator_flops"]["value"] == 2 * 4 * 8 * 8
+    assert "Throughput:" in result.stdout
 
 
 def test_summary_of_the_example_is_the_readme_text(cli: str) -> None:

@@ -11,6 +11,7 @@ from .compare import compare_reports
 from .crawl import crawl_module, summary
 from .errors import (
     IncompleteAnalysisError,
+    IncompleteMeasurementError,
     InvalidArgumentError,
     ReportComparisonError,
     ReportValidationError,
@@ -31,6 +32,7 @@ from .reports import (
     ReportDiff,
 )
 from .validation import format_summary, validate_report
+from .workload import measure_workload
 
 __version__: str = _core.__version__
 #: The report schema version this build writes.
@@ -48,6 +50,7 @@ __all__ = [
     "Diagnostic",
     "FlopReport",
     "IncompleteAnalysisError",
+    "IncompleteMeasurementError",
     "InvalidArgumentError",
     "MetricResult",
     "OperatorFlopCounter",
@@ -63,6 +66,7 @@ __all__ = [
     "crawl_module",
     "format_summary",
     "measure_flops",
+    "measure_workload",
     "summary",
     "validate_report",
 ]

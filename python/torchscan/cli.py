@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
+from typing import Any
 
 from . import _core
-from .validation import format_summary, validate_report
 
 __all__ = ["EXAMPLE_REPORT", "example_report_text", "main", "report_main"]
 
@@ -28,17 +31,106 @@ def report_main() -> None:
     sys.exit(_core.cli_main(["torchscan-report", *sys.argv[1:]]))
 
 
-def _demo(_: argparse.Namespace) -> int:
-    text = example_report_text()
-    kind = validate_report(text)
+def _demo(arguments: argparse.Namespace) -> int:
+    import torch
+
+    from .workload import measure_workload
+
     print(
-        "torchscan demo: validated the bundled example "
-        f"{kind} report (torch.nn.Linear(128, 128) on a (32, 128) float32 input, cpu) "
-        "against report schema version 1 and printed its summary with the core's text renderer. "
-        "This build does not measure workloads yet; the numbers are those of the bundled report."
+        "torchscan demo: measuring the README workload, torch.nn.Linear(128, 128) on a "
+        "(32, 128) float32 input on cpu, with the default passes (latency, operator FLOPs, "
+        "tensor memory); the report goes to "
+        f"{arguments.json}.",
+        flush=True,
     )
-    print()
-    print(format_summary(text), end="")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(0)
+        model = torch.nn.Linear(128, 128).eval()
+        inputs = torch.randn(32, 128)
+
+        @torch.inference_mode()
+        def workload() -> Any:
+            return model(inputs)
+
+        report = measure_workload(
+            workload, device="cpu", inputs=inputs, work_units=32, work_unit="samples"
+        )
+    finally:
+        torch.set_num_threads(threads)
+    _write_json(arguments.json, report)
+    return 0
+
+
+def _write_json(path: str, report: Any) -> None:
+    """Write a report atomically: a temporary file in the same folder, then a rename."""
+    text = json.dumps(report, indent=2) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    target = Path(path)
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        temporary.write_text(text, encoding="utf-8")
+        os.replace(temporary, target)
+    finally:
+        if temporary.exists():
+            temporary.unlink()
+
+
+def _load_reference(reference: str) -> Any:
+    """Import ``module:attr`` or ``path/to/file.py:attr`` (a dotted attribute path is allowed)."""
+    import importlib
+    import importlib.util
+
+    location, separator, attribute = reference.rpartition(":")
+    if not separator or not location or not attribute:
+        raise SystemExit(
+            f"python -m torchscan: workload must be 'module:attr' or 'path/to/file.py:attr', "
+            f"got {reference!r}"
+        )
+    if location.endswith(".py") or os.sep in location:
+        path = Path(location).resolve()
+        if not path.is_file():
+            raise SystemExit(f"python -m torchscan: no such file: {location}")
+        spec = importlib.util.spec_from_file_location(f"_torchscan_workload_{path.stem}", path)
+        if spec is None or spec.loader is None:
+            raise SystemExit(f"python -m torchscan: cannot import {location}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        sys.path.insert(0, str(path.parent))
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(location)
+    target: Any = module
+    for part in attribute.split("."):
+        try:
+            target = getattr(target, part)
+        except AttributeError:
+            raise SystemExit(
+                f"python -m torchscan: {location} has no attribute {attribute!r}"
+            ) from None
+    return target
+
+
+def _measure(arguments: argparse.Namespace) -> int:
+    from .workload import measure_workload
+
+    workload = _load_reference(arguments.workload)
+    metrics = arguments.metrics.split(",") if arguments.metrics else None
+    report = measure_workload(
+        workload,
+        device=arguments.device,
+        work_units=arguments.work_units,
+        work_unit=arguments.work_unit,
+        metrics=metrics,
+        print_summary=arguments.json != "-",
+        min_time_s=arguments.min_time,
+        max_time_s=max(arguments.max_time, arguments.min_time),
+    )
+    if arguments.json is not None:
+        _write_json(arguments.json, report)
     return 0
 
 
@@ -49,9 +141,32 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser(
-        "demo", help="validate the bundled example report and print its summary"
+        "demo", help="measure the README workload and write its report (workload.json)"
     )
+    demo.add_argument("--json", default="workload.json", help="where to write the report")
     demo.set_defaults(handler=_demo)
+    measure = commands.add_parser(
+        "measure",
+        help="measure a workload given as module:attr or path/to/file.py:attr",
+        description=(
+            "Measure a zero-argument callable. Example: python -m torchscan measure "
+            "bench.py:workload --work-units 32 --work-unit samples --json out.json"
+        ),
+    )
+    measure.add_argument("workload", help="module:attr or path/to/file.py:attr")
+    measure.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
+    measure.add_argument("--work-units", type=float, default=1.0, help="work units per call")
+    measure.add_argument("--work-unit", default="calls", help="name of a work unit")
+    measure.add_argument(
+        "--metrics",
+        default=None,
+        help="comma-separated passes: latency, operator_flops, tensor_memory, process_rss, "
+        "profiler (default: the first three)",
+    )
+    measure.add_argument("--min-time", type=float, default=1.0, help="minimum timing seconds")
+    measure.add_argument("--max-time", type=float, default=10.0, help="maximum timing seconds")
+    measure.add_argument("--json", default=None, help="write the report here ('-': stdout)")
+    measure.set_defaults(handler=_measure)
     return parser
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "IncompleteAnalysisError",
+    "IncompleteMeasurementError",
     "InvalidArgumentError",
     "ReportComparisonError",
     "ReportValidationError",
@@ -70,3 +71,25 @@ class ReportComparisonError(TorchscanError):
     def __init__(self, reason: str) -> None:
         self.reason: str = reason
         super().__init__(reason)
+
+
+class IncompleteMeasurementError(TorchscanError):
+    """``measure_workload(..., strict=True)``: a requested metric is partial or unavailable.
+
+    ``report`` is the whole ``BenchmarkReport``; ``metrics`` names the incomplete metrics with
+    their status.
+    """
+
+    def __init__(self, report: Any, metrics: list[tuple[str, str]]) -> None:
+        self.report = report
+        self.metrics: list[tuple[str, str]] = list(metrics)
+        listed = ", ".join(f"{name} ({status})" for name, status in self.metrics)
+        super().__init__(
+            f"strict measurement: requested metrics are incomplete: {listed}; "
+            "see the report's diagnostics (error.report) for why"
+        )
+
+    def __reduce__(
+        self,
+    ) -> tuple[type[IncompleteMeasurementError], tuple[Any, list[tuple[str, str]]]]:
+        return (type(self), (self.report, self.metrics))

@@ -1,0 +1,342 @@
+"""The fresh child process of the process-RSS pass: import a workload, read RSS, call it, report.
+
+Run as ``python -m torchscan._child_main <reference> --calls N [--threads T] --device D`` by
+:mod:`torchscan.child`, never imported for its side effects. The child writes exactly one JSON line
+to its standard output (the workload's own prints go to standard error) and then exits:
+
+* success: ``{"protocol": 1, "ok": true, "baseline_b", "setup_peak_b", "workload_peak_b",
+  "baseline_method", "peak_method"}``;
+* failure: ``{"protocol": 1, "ok": false, "stage": "import" | "setup" | "workload", "error"}``
+  with exit status 1 and the traceback on standard error.
+
+The child ends with ``os._exit`` right after that line: interpreter teardown is not measured.
+Numbers are bytes. ``setup_peak_b`` is the peak RSS from ``exec`` to the end of set-up, read before
+the high-water mark is reset (the reset also erases it from the kernel's ``ru_maxrss``, so the
+parent needs it to know the lifetime peak).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import importlib.util
+import io
+import json
+import os
+import sys
+import threading
+import traceback
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import Any
+
+__all__ = ["CHILD_MARKER_ENV", "PROTOCOL", "SYS_PATH_ENV", "main", "split_reference"]
+
+#: The version of the one-line JSON protocol between child and parent.
+PROTOCOL = 1
+#: The parent's ``sys.path`` as a JSON list, so a module the parent imported from a path it added
+#: at run time (pytest's rootdir, a notebook's ``sys.path.append``) imports in the child too.
+SYS_PATH_ENV = "TORCHSCAN_CHILD_SYS_PATH"
+#: Set in the child's environment. A script without a main guard that measures itself would
+#: otherwise start a child that imports it, which starts a child that imports it, and so on.
+CHILD_MARKER_ENV = "TORCHSCAN_RSS_CHILD"
+
+_PROC_STATUS = "/proc/self/status"
+_CLEAR_REFS = "/proc/self/clear_refs"
+# Writing "5" to clear_refs resets the address space's peak RSS (VmHWM) to the current RSS.
+_RESET_HWM = "5"
+# After a working reset VmHWM is within a few pages of VmRSS; a larger gap means the write was
+# accepted but ignored, and the sampled fallback is the honest choice.
+_RESET_SLACK_B = 4 << 20
+_SAMPLE_INTERVAL_S = 0.001
+# The private name a ``file.py:attr`` reference is imported under: never ``__main__``, so a
+# script's ``if __name__ == "__main__":`` block does not run.
+_FILE_MODULE_NAME = "_torchscan_child_workload"
+
+
+def split_reference(reference: str) -> tuple[str, str, bool] | None:
+    """``(module_or_path, qualname, is_path)`` of a reference, or ``None`` when it is malformed.
+
+    The split is at the last ``:`` so a Windows drive letter stays in the path; a left side ending
+    in ``.py`` is a file path, anything else a dotted module name.
+    """
+    target, sep, qualname = reference.rpartition(":")
+    if not sep or not target or not _is_dotted_name(qualname):
+        return None
+    if target.endswith(".py"):
+        return target, qualname, True
+    if not _is_dotted_name(target):
+        return None
+    return target, qualname, False
+
+
+def _is_dotted_name(text: str) -> bool:
+    return bool(text) and all(part.isidentifier() for part in text.split("."))
+
+
+def _read_status_b() -> dict[str, int]:
+    """``VmRSS`` and ``VmHWM`` of this process in bytes; empty where ``/proc`` is missing."""
+    values: dict[str, int] = {}
+    try:
+        with open(_PROC_STATUS, encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                key, _, rest = line.partition(":")
+                if key in ("VmRSS", "VmHWM"):
+                    number, _, unit = rest.strip().partition(" ")
+                    if unit.strip() == "kB" and number.isdigit():
+                        values[key] = int(number) * 1024
+    except OSError:
+        return {}
+    return values
+
+
+def _psutil_rss_b() -> int:
+    # Imported by name: psutil ships no type stubs, and a plain import fails strict mypy.
+    psutil = importlib.import_module("psutil")
+    return int(psutil.Process().memory_info().rss)
+
+
+def _current_rss_b() -> tuple[int, str]:
+    status = _read_status_b()
+    if "VmRSS" in status:
+        return status["VmRSS"], "VmRSS from /proc/self/status"
+    return _psutil_rss_b(), "psutil RSS"
+
+
+def _self_maxrss_b() -> int | None:
+    """Lifetime peak RSS of this process from ``getrusage``, in bytes (used without ``/proc``)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows has no resource module
+        return None
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(maxrss) if sys.platform == "darwin" else int(maxrss) * 1024
+
+
+def _reset_high_water_mark() -> bool:
+    """Reset VmHWM to the current RSS; ``False`` where that is impossible or had no effect."""
+    try:
+        with open(_CLEAR_REFS, "w", encoding="ascii") as handle:
+            handle.write(_RESET_HWM)
+    except OSError:
+        return False
+    status = _read_status_b()
+    if "VmHWM" not in status or "VmRSS" not in status:
+        return False
+    return status["VmHWM"] <= status["VmRSS"] + _RESET_SLACK_B
+
+
+class _RssSampler:
+    """Peak RSS sampled in a background thread, where the kernel's high-water mark can't be reset.
+
+    A spike shorter than the interval (or than the GIL switch interval, for pure-Python workloads)
+    can be missed, so the peak is a lower bound; the method string says so.
+    """
+
+    def __init__(self) -> None:
+        self.peak_b = _psutil_rss_b()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="torchscan-rss-sampler", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(_SAMPLE_INTERVAL_S):
+            self.peak_b = max(self.peak_b, _psutil_rss_b())
+
+    def start(self) -> None:
+        """Start sampling."""
+        self._thread.start()
+
+    def stop(self) -> int:
+        """Stop sampling and return the peak in bytes, the final RSS included."""
+        self._stop.set()
+        self._thread.join()
+        self.peak_b = max(self.peak_b, _psutil_rss_b())
+        return self.peak_b
+
+
+def _load_workload(reference: str) -> Callable[[], Any]:
+    split = split_reference(reference)
+    if split is None:
+        raise ValueError(f"malformed workload reference {reference!r}")
+    target, qualname, is_path = split
+    module: ModuleType
+    if is_path:
+        path = os.path.abspath(target)
+        # A script finds its sibling modules through its own folder, as when it runs directly.
+        sys.path.insert(0, os.path.dirname(path))
+        spec = importlib.util.spec_from_file_location(_FILE_MODULE_NAME, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load a module from {path!r}")
+        module = importlib.util.module_from_spec(spec)
+        # Registered before running, as a normal import does, so dataclasses and pickling inside
+        # the module find it.
+        sys.modules[_FILE_MODULE_NAME] = module
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(target)
+    found: Any = module
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    if not callable(found):
+        raise TypeError(f"{qualname!r} is a {type(found).__name__}, not a callable")
+    workload: Callable[[], Any] = found
+    return workload
+
+
+def _set_up(threads: int | None, device: str) -> None:
+    """Match the parent's thread count and initialise the device before the baseline is read.
+
+    Initialising a GPU maps its runtime into the process; doing it here keeps that out of the
+    workload's peak and in the baseline, where it belongs.
+    """
+    if threads is not None:
+        import torch
+
+        torch.set_num_threads(threads)
+    if device != "cpu":
+        import torch
+
+        torch.empty(1, device=device)
+        _synchronize(device)
+
+
+def _synchronize(device: str) -> None:
+    if device == "cpu" or "torch" not in sys.modules:
+        return
+    import torch
+
+    kind = torch.device(device).type
+    if kind == "cuda":
+        torch.cuda.synchronize(device)
+    elif kind == "mps":
+        torch.mps.synchronize()
+
+
+def _emit(result_fd: int, payload: dict[str, Any]) -> None:
+    data = (json.dumps({"protocol": PROTOCOL, **payload}, sort_keys=True) + "\n").encode()
+    while data:
+        written = os.write(result_fd, data)
+        data = data[written:]
+
+
+def _is_plumbing(filename: str) -> bool:
+    return (
+        filename == __file__
+        or filename.startswith("<frozen importlib")
+        or os.path.dirname(filename) == os.path.dirname(importlib.__file__ or "")
+    )
+
+
+def _fail(result_fd: int, stage: str, error: BaseException) -> int:
+    # The parent shows the tail of stderr; frames of this file and of importlib would push the
+    # workload's own frames out of it.
+    report = traceback.TracebackException.from_exception(error)
+    report.stack = traceback.StackSummary.from_list(
+        [frame for frame in report.stack if not _is_plumbing(frame.filename)]
+    )
+    sys.stderr.write("".join(report.format()))
+    sys.stderr.flush()
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    _emit(result_fd, {"ok": False, "stage": stage, "error": text})
+    return 1
+
+
+def _apply_parent_sys_path() -> None:
+    raw = os.environ.get(SYS_PATH_ENV)
+    if not raw:
+        return
+    try:
+        entries = json.loads(raw)
+    except ValueError:
+        return
+    if not isinstance(entries, list):
+        return
+    parent = [entry for entry in entries if isinstance(entry, str)]
+    sys.path[:] = parent + [entry for entry in sys.path if entry not in parent]
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m torchscan._child_main")
+    parser.add_argument("reference")
+    parser.add_argument("--calls", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--device", default="cpu")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the child; the return value is its exit status."""
+    # The result line needs a private channel: keep the real stdout for it and point fd 1 at
+    # stderr, so the workload's prints (Python or C level) cannot corrupt the JSON.
+    sys.stdout.flush()
+    result_fd = os.dup(1)
+    os.dup2(2, 1)
+    # Line buffering, so a workload killed at the timeout leaves its last prints in the stderr
+    # tail the parent reports.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(line_buffering=True)
+    args = _parse(argv)
+    _apply_parent_sys_path()
+    # The workload's module sees a bare command line, as if run without arguments, not ours.
+    sys.argv = [args.reference.rpartition(":")[0]]
+
+    try:
+        workload = _load_workload(args.reference)
+    except (Exception, SystemExit) as error:
+        # SystemExit too: a script without a main guard may call sys.exit() at import.
+        return _fail(result_fd, "import", error)
+    try:
+        _set_up(args.threads, args.device)
+    except Exception as error:
+        return _fail(result_fd, "setup", error)
+
+    if not os.access(_CLEAR_REFS, os.W_OK):
+        # The sampled fallback will need psutil: import it now, into the baseline, not the peak.
+        importlib.import_module("psutil")
+    # Garbage left by imports is not the workload's; collect it before the baseline.
+    gc.collect()
+    before_reset = _read_status_b()
+    baseline_b, baseline_method = _current_rss_b()
+    setup_peak_b = before_reset.get("VmHWM", _self_maxrss_b())
+    sampler = None if _reset_high_water_mark() else _RssSampler()
+    if sampler is not None:
+        sampler.start()
+    try:
+        for _ in range(args.calls):
+            workload()
+        _synchronize(args.device)
+    except (Exception, SystemExit) as error:
+        return _fail(result_fd, "workload", error)
+    finally:
+        sampled_peak_b = sampler.stop() if sampler is not None else None
+    if sampled_peak_b is not None:
+        workload_peak_b, peak_method = sampled_peak_b, "psutil"
+    else:
+        workload_peak_b, peak_method = _read_status_b().get("VmHWM", 0), "vmhwm"
+    sys.stdout.flush()
+    _emit(
+        result_fd,
+        {
+            "ok": True,
+            "baseline_b": baseline_b,
+            "baseline_method": baseline_method,
+            # The baseline is a moment inside the measured window, so the window's peak is at
+            # least the baseline even if RSS shrank between the two reads.
+            "workload_peak_b": max(workload_peak_b, baseline_b),
+            "peak_method": peak_method,
+            "setup_peak_b": setup_peak_b,
+        },
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    status = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # End here, without interpreter teardown: its RSS (tens of MiB with torch loaded) belongs to
+    # neither the workload nor its set-up, and whether the parent sees it would depend on which
+    # source of the lifetime peak it can use. It also keeps a crash in some extension's exit
+    # handler from failing a finished measurement.
+    os._exit(status)

@@ -1,0 +1,460 @@
+"""``measure_workload``: honest numbers for a callable that does the work of your application.
+
+Pass order (ARCHITECTURE section 5): timing, then the process-RSS child, then the profiler, then
+the dispatch-mode passes (operator FLOPs, tensor memory), because a dispatch mode makes a
+``torch.compile``d callable fall back to eager for the rest of the process.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from . import _core, _metrics
+from ._values import describe, iter_tensors
+from .context import capture_context, current_flags
+from .errors import IncompleteMeasurementError, InvalidArgumentError
+from .profiling import not_requested_profiler, run_profiler
+from .reports import (
+    BenchmarkMetrics,
+    BenchmarkReport,
+    Diagnostic,
+    MetricResult,
+    OperatorFlops,
+    PassName,
+    ProfilerPass,
+    TimingEvidence,
+    TimingSettings,
+    ValueMeta,
+)
+from .timing import TimingBudget, TimingRun, run_timing
+
+__all__ = ["DEFAULT_METRICS", "METRICS", "measure_workload"]
+
+#: Every pass ``metrics=`` can select.
+METRICS = ("latency", "operator_flops", "tensor_memory", "process_rss", "profiler")
+#: The passes run when ``metrics`` is not given.
+DEFAULT_METRICS = ("latency", "operator_flops", "tensor_memory")
+
+_PASS_NAMES: tuple[PassName, ...] = (
+    "latency",
+    "operator_flops",
+    "tensor_memory",
+    "process_rss",
+    "profiler",
+)
+_WORK_UNIT = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+NOT_REQUESTED = "not requested"
+_LATENCY_SCOPE = "per-call mean of each timed block; block averages, not request percentiles"
+_FIRST_CALL_SCOPE = "one call of the workload, timed alone, including all lazy work"
+_THROUGHPUT_SCOPE = "sustained over all timed blocks"
+_FLOPS_SCOPE = "operators dispatched by one call"
+_FLOPS_METHOD = (
+    "torch dispatch mode with per-operator FLOP formulas (FlopCounterMode conventions: "
+    "2 FLOPs per multiply-accumulate, the bias add not counted)"
+)
+_RSS_SCOPES = {
+    "process_rss_peak": "fresh child process: lifetime",
+    "process_rss_workload_peak": "fresh child process: workload calls",
+    "process_rss_baseline": "fresh child process: after imports and set-up",
+}
+_RSS_METHOD = "peak resident set size of a fresh child process running the workload"
+_NOISE_WARNING = 0.10
+_NOISE_HIGH = 0.25
+
+
+def _check_device(device: Any) -> Any:
+    import torch
+
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError) as error:
+        raise InvalidArgumentError(
+            f"device {device!r} is not a torch device; pass 'cpu', 'cuda', 'cuda:0' or 'mps'"
+        ) from error
+    if resolved.type == "cuda":
+        if not torch.cuda.is_available():
+            raise InvalidArgumentError(
+                f"device {device!r} was requested but no CUDA device is available"
+            )
+        index = resolved.index if resolved.index is not None else torch.cuda.current_device()
+        if index >= torch.cuda.device_count():
+            raise InvalidArgumentError(
+                f"device {device!r} does not exist: {torch.cuda.device_count()} CUDA device(s)"
+            )
+        return torch.device("cuda", index)
+    if resolved.type == "mps" and not torch.backends.mps.is_available():
+        raise InvalidArgumentError(f"device {device!r} was requested but MPS is not available")
+    if resolved.type not in ("cpu", "cuda", "mps"):
+        raise InvalidArgumentError(f"device {device!r} is not supported; use cpu, cuda or mps")
+    return resolved
+
+
+def _check_metrics(metrics: Iterable[str] | None) -> tuple[str, ...]:
+    if metrics is None:
+        return DEFAULT_METRICS
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    chosen = list(dict.fromkeys(metrics))
+    unknown = [name for name in chosen if name not in METRICS]
+    if unknown or not chosen:
+        raise InvalidArgumentError(
+            f"metrics must be a non-empty selection of {', '.join(METRICS)}; "
+            f"got {unknown or chosen}"
+        )
+    return tuple(name for name in METRICS if name in chosen)
+
+
+def _input_metas(inputs: Any) -> list[ValueMeta]:
+    if inputs is None:
+        return []
+    if isinstance(inputs, (tuple, list)):
+        return [describe(item) for item in inputs]
+    return [describe(inputs)]
+
+
+def _is_compiled(workload: Any) -> bool:
+    # torch.compile wraps functions with ``_torchdynamo_orig_callable`` and modules in
+    # ``OptimizedModule`` (which keeps ``_orig_mod``).
+    return hasattr(workload, "_torchdynamo_orig_callable") or hasattr(workload, "_orig_mod")
+
+
+def _timing_metrics(
+    run: TimingRun, work_units: float, work_unit: str
+) -> tuple[dict[str, MetricResult], list[Diagnostic]]:
+    latency_s, iqr_s, calls, timed_s = _core.block_timing(
+        run.block_durations_s, run.calls_per_block
+    )
+    blocks = len(run.block_durations_s)
+    method = (
+        f"median of per-call means of {blocks:,} timed blocks of {run.calls_per_block:,} calls "
+        "(time.perf_counter_ns; device synchronised at block edges)"
+    )
+    metrics = {
+        "first_call": _metrics.complete(
+            run.first_call_s,
+            "s",
+            _FIRST_CALL_SCOPE,
+            "wall clock (time.perf_counter_ns) around the first call, timed alone",
+        ),
+        "latency": _metrics.complete(latency_s, "s", _LATENCY_SCOPE, method),
+        "latency_iqr": _metrics.complete(
+            iqr_s,
+            "s",
+            "spread of per-call block means",
+            "interquartile range of per-call block means (linear interpolation)",
+        ),
+        "throughput": _metrics.complete(
+            work_units * calls / timed_s,
+            f"{work_unit}/s",
+            _THROUGHPUT_SCOPE,
+            "work_units x calls / timed seconds (sustained, all timed blocks)",
+        ),
+    }
+    diagnostics: list[Diagnostic] = []
+    ratio = iqr_s / latency_s if latency_s > 0 else 0.0
+    if ratio >= _NOISE_HIGH:
+        diagnostics.append(
+            {
+                "code": "high_timing_noise",
+                "severity": "warning",
+                "metric": "latency",
+                "message": (
+                    f"latency IQR is {ratio:.0%} of the median: differences below that are "
+                    "not meaningful on this machine; close other work or time longer"
+                ),
+            }
+        )
+    elif ratio >= _NOISE_WARNING:
+        diagnostics.append(
+            {
+                "code": "timing_noise",
+                "severity": "warning",
+                "metric": "latency",
+                "message": f"latency IQR is {ratio:.0%} of the median: timings are noisy",
+            }
+        )
+    if run.stopped_by_max_time:
+        diagnostics.append(
+            {
+                "code": "few_blocks",
+                "severity": "warning",
+                "metric": "latency",
+                "message": (
+                    f"only {blocks} blocks fit in max_time_s; the latency statistics rest on "
+                    "fewer blocks than min_blocks asked for"
+                ),
+            }
+        )
+    return metrics, diagnostics
+
+
+def _unavailable_timing(work_unit: str) -> dict[str, MetricResult]:
+    return {
+        "first_call": _metrics.unavailable("s", _FIRST_CALL_SCOPE, "wall clock", NOT_REQUESTED),
+        "latency": _metrics.unavailable("s", _LATENCY_SCOPE, "block timing", NOT_REQUESTED),
+        "latency_iqr": _metrics.unavailable(
+            "s", "spread of per-call block means", "block timing", NOT_REQUESTED
+        ),
+        "throughput": _metrics.unavailable(
+            f"{work_unit}/s", _THROUGHPUT_SCOPE, "block timing", NOT_REQUESTED
+        ),
+    }
+
+
+def _operator_flops_pass(
+    workload: Callable[[], Any],
+) -> tuple[OperatorFlops, list[Diagnostic]]:
+    from .flops import OperatorFlopCounter
+
+    counter = OperatorFlopCounter()
+    with counter:
+        workload()
+    return counter.operator_flops(scope=_FLOPS_SCOPE), counter.diagnostics()
+
+
+def _memory_pass(
+    workload: Callable[[], Any], device: Any
+) -> tuple[MetricResult, MetricResult, list[Diagnostic]]:
+    from .memory import measure_peak_memory
+
+    report = measure_peak_memory(workload, device=str(device))
+    # On CPU the reserved-bytes metric is unavailable by nature ("unsupported on device" in its
+    # reason); repeating that as a diagnostic on every CPU report would only be noise.
+    # measure_workload states a compiled callable once, for every pass.
+    diagnostics = [
+        diagnostic
+        for diagnostic in report["diagnostics"]
+        if not (device.type == "cpu" and diagnostic["code"] == "unsupported_on_device")
+        and diagnostic["code"] != "compiled_callable"
+    ]
+    return report["tensor_memory_peak"], report["allocator_reserved_peak"], diagnostics
+
+
+def _rss_pass(
+    workload: Any, device: Any, timeout_s: float
+) -> tuple[dict[str, MetricResult], list[Diagnostic]]:
+    import torch
+
+    from .child import measure_process_rss
+
+    result = measure_process_rss(
+        workload,
+        calls=1,
+        timeout_s=timeout_s,
+        device=str(device),
+        threads=int(torch.get_num_threads()),
+    )
+    return (
+        {
+            "process_rss_peak": result.lifetime_peak,
+            "process_rss_workload_peak": result.workload_peak,
+            "process_rss_baseline": result.baseline,
+        },
+        list(result.diagnostics),
+    )
+
+
+def measure_workload(
+    workload: Callable[[], Any],
+    *,
+    device: str = "cpu",
+    inputs: Any = None,
+    work_units: float = 1,
+    work_unit: str = "calls",
+    metrics: Iterable[str] | None = None,
+    print_summary: bool = True,
+    strict: bool = False,
+    min_time_s: float = 1.0,
+    max_time_s: float = 10.0,
+    min_blocks: int = 20,
+    warmup_time_s: float = 0.1,
+    profiler_calls: int = 100,
+    rss_timeout_s: float = 120.0,
+) -> BenchmarkReport:
+    """Measure ``workload`` (a zero-argument callable) on ``device``; return a ``BenchmarkReport``.
+
+    ``inputs`` is recorded as metadata only (shapes, dtypes, devices), never passed to the
+    callable. ``work_units`` declares the units of work one call completes, named ``work_unit``
+    (throughput is in ``<work_unit>/s``). ``metrics`` selects passes among ``latency`` (first
+    call, warmed latency, throughput), ``operator_flops``, ``tensor_memory``, ``process_rss``
+    (a fresh child process; needs an importable workload) and ``profiler`` (a separate
+    instrumented pass of ``profiler_calls`` calls); the default is the first three. The timing
+    budget (``min_time_s``, ``max_time_s``, ``min_blocks``, ``warmup_time_s``) is recorded in the
+    report. ``print_summary=False`` prints nothing; ``strict=True`` raises
+    :class:`~torchscan.IncompleteMeasurementError` (carrying the report) when a requested metric
+    is partial or unavailable. The thread count is recorded, never changed. The workload's own
+    exception propagates unchanged, and no pass leaves a hook, a mode or a setting behind.
+    """
+    if not callable(workload):
+        raise InvalidArgumentError(
+            f"workload must be a zero-argument callable; got {type(workload).__name__}"
+        )
+    resolved = _check_device(device)
+    passes = _check_metrics(metrics)
+    if isinstance(work_units, bool) or not isinstance(work_units, (int, float)):
+        raise InvalidArgumentError(f"work_units must be a positive number, got {work_units!r}")
+    if not (math.isfinite(work_units) and work_units > 0):
+        raise InvalidArgumentError(f"work_units must be positive and finite, got {work_units!r}")
+    if not isinstance(work_unit, str) or not _WORK_UNIT.match(work_unit):
+        raise InvalidArgumentError(
+            "work_unit must be a name such as 'samples', 'tokens' or 'images' (a letter, then "
+            f"letters, digits, '_' or '-'); got {work_unit!r}"
+        )
+    if not (0 < min_time_s <= max_time_s) or not math.isfinite(max_time_s):
+        raise InvalidArgumentError(
+            f"need 0 < min_time_s <= max_time_s (finite); got {min_time_s!r} and {max_time_s!r}"
+        )
+    if isinstance(min_blocks, bool) or not isinstance(min_blocks, int) or min_blocks < 1:
+        raise InvalidArgumentError(f"min_blocks must be a positive integer, got {min_blocks!r}")
+    if not (math.isfinite(warmup_time_s) and warmup_time_s >= 0):
+        raise InvalidArgumentError(f"warmup_time_s must be >= 0, got {warmup_time_s!r}")
+    if (
+        isinstance(profiler_calls, bool)
+        or not isinstance(profiler_calls, int)
+        or profiler_calls < 1
+    ):
+        raise InvalidArgumentError(
+            f"profiler_calls must be a positive integer, got {profiler_calls!r}"
+        )
+
+    budget = TimingBudget(min_time_s, max_time_s, min_blocks, warmup_time_s)
+    flags = current_flags()
+    diagnostics: list[Diagnostic] = []
+    if _is_compiled(workload):
+        diagnostics.append(
+            {
+                "code": "compiled_callable",
+                "severity": "info",
+                "metric": None,
+                "message": (
+                    "the workload is compiled with torch.compile: timing ran first, because the "
+                    "operator FLOPs and tensor memory passes use a dispatch mode, which makes a "
+                    "compiled callable run eagerly for the rest of the process"
+                ),
+            }
+        )
+
+    values: dict[str, MetricResult] = {}
+    timing: TimingEvidence | None = None
+    if "latency" in passes:
+        run = run_timing(workload, resolved, budget)
+        timed, found = _timing_metrics(run, float(work_units), work_unit)
+        values.update(timed)
+        diagnostics.extend(found)
+        timing = {
+            "first_call_s": run.first_call_s,
+            "warmup_calls": run.warmup_calls,
+            "calls_per_block": run.calls_per_block,
+            "block_durations_s": run.block_durations_s,
+            "timer_overhead_s": run.timer_overhead_s,
+        }
+    else:
+        values.update(_unavailable_timing(work_unit))
+
+    if "process_rss" in passes:
+        rss, found = _rss_pass(workload, resolved, rss_timeout_s)
+        values.update(rss)
+        diagnostics.extend(found)
+    else:
+        for key, scope in _RSS_SCOPES.items():
+            values[key] = _metrics.unavailable("B", scope, _RSS_METHOD, NOT_REQUESTED)
+
+    profiler: ProfilerPass
+    if "profiler" in passes:
+        profiler, found = run_profiler(workload, resolved, profiler_calls)
+        diagnostics.extend(found)
+    else:
+        profiler = not_requested_profiler()
+
+    operator_flops: OperatorFlops | None = None
+    if "operator_flops" in passes:
+        operator_flops, found = _operator_flops_pass(workload)
+        values["operator_flops"] = operator_flops["total"]
+        diagnostics.extend(found)
+    else:
+        values["operator_flops"] = _metrics.unavailable(
+            "FLOPs", _FLOPS_SCOPE, _FLOPS_METHOD, NOT_REQUESTED
+        )
+
+    if "tensor_memory" in passes:
+        peak, reserved, found = _memory_pass(workload, resolved)
+        values["tensor_memory_peak"] = peak
+        values["allocator_reserved_peak"] = reserved
+        diagnostics.extend(found)
+    else:
+        values["tensor_memory_peak"] = _metrics.unavailable(
+            "B", "PyTorch tensor memory", "tensor memory pass", NOT_REQUESTED
+        )
+        values["allocator_reserved_peak"] = _metrics.unavailable(
+            "B", "accelerator allocator reserved bytes", "allocator statistics", NOT_REQUESTED
+        )
+
+    settings: TimingSettings = {
+        "passes": [pass_name for pass_name in _PASS_NAMES if pass_name in passes],
+        "min_time_s": float(min_time_s),
+        "max_time_s": float(max_time_s),
+        "min_blocks": int(min_blocks),
+        "warmup_time_s": float(warmup_time_s),
+        "max_timer_overhead_ratio": budget.max_timer_overhead_ratio,
+    }
+    metrics_section: BenchmarkMetrics = {
+        "first_call": values["first_call"],
+        "latency": values["latency"],
+        "latency_iqr": values["latency_iqr"],
+        "throughput": values["throughput"],
+        "operator_flops": values["operator_flops"],
+        "tensor_memory_peak": values["tensor_memory_peak"],
+        "allocator_reserved_peak": values["allocator_reserved_peak"],
+        "process_rss_peak": values["process_rss_peak"],
+        "process_rss_workload_peak": values["process_rss_workload_peak"],
+        "process_rss_baseline": values["process_rss_baseline"],
+    }
+    dtypes = [t.dtype for t in iter_tensors(inputs) if t.is_floating_point()]
+    report: BenchmarkReport = {
+        "schema_version": 1,
+        "kind": "benchmark",
+        "context": capture_context(resolved, dtypes, flags=flags),
+        "diagnostics": diagnostics,
+        "workload": {
+            "name": getattr(workload, "__qualname__", None),
+            "work_units": float(work_units),
+            "work_unit": work_unit,
+            "inputs": _input_metas(inputs),
+        },
+        "settings": settings,
+        "timing": timing,
+        "metrics": metrics_section,
+        "operator_flops": operator_flops,
+        "profiler": profiler,
+    }
+    if print_summary:
+        from .validation import format_summary
+
+        sys.stdout.write(format_summary(report))
+        sys.stdout.flush()
+    if strict:
+        requested = {
+            "latency": ("first_call", "latency", "latency_iqr", "throughput"),
+            "operator_flops": ("operator_flops",),
+            "tensor_memory": ("tensor_memory_peak",),
+            "process_rss": (
+                "process_rss_peak",
+                "process_rss_workload_peak",
+                "process_rss_baseline",
+            ),
+        }
+        incomplete = [
+            (name, str(metrics_section[name]["status"]))  # type: ignore[literal-required]
+            for selected in passes
+            for name in requested.get(selected, ())
+            if metrics_section[name]["status"] != "complete"  # type: ignore[literal-required]
+        ]
+        if "profiler" in passes and profiler["status"] != "complete":
+            incomplete.append(("profiler", str(profiler["status"])))
+        if incomplete:
+            raise IncompleteMeasurementError(report, incomplete)
+    return report

@@ -1,0 +1,517 @@
+"""The process-RSS pass: a fresh child process imports the workload by reference and reports RSS."""
+
+from __future__ import annotations
+
+import _thread
+import functools
+import importlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from types import ModuleType
+
+import psutil
+import pytest
+
+from torchscan.child import (
+    SCOPE_BASELINE,
+    SCOPE_LIFETIME,
+    SCOPE_WORKLOAD,
+    RssResult,
+    _ChildRun,
+    _interpret,
+    measure_process_rss,
+    workload_reference,
+)
+from torchscan.errors import InvalidArgumentError
+
+MIB = 1 << 20
+LINUX = sys.platform.startswith("linux")
+
+ALLOCATE_64_MIB = """
+    import os
+    import sys
+
+    def allocate():
+        block = bytearray(64 << 20)
+        block[::4096] = b"\\1" * len(block[::4096])  # touch every page, so it is resident
+        print("printed to stdout by the workload")
+        os.write(1, b"written to fd 1 by the workload\\n")
+        print("printed to stderr by the workload", file=sys.stderr)
+        return len(block)
+
+    if __name__ == "__main__":
+        raise SystemExit("the main block must not run in the child")
+"""
+
+
+def write_module(folder: Path, name: str, source: str) -> Path:
+    path = folder / f"{name}.py"
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def load_from_file(path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """Import ``path`` under ``name`` without putting its folder on sys.path."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def assert_unavailable(result: RssResult, reason: str, code: str) -> str:
+    for metric in (result.baseline, result.workload_peak, result.lifetime_peak):
+        assert metric["status"] == "unavailable"
+        assert metric["value"] is None and metric["known_value"] is None
+        assert metric["reason"] == reason
+        assert metric["unit"] == "B"
+    assert [d["code"] for d in result.diagnostics] == [code]
+    diagnostic = result.diagnostics[0]
+    assert diagnostic["severity"] == "error"
+    assert diagnostic["metric"] == "process_rss"
+    return diagnostic["message"]
+
+
+def assert_gone(pid: int) -> None:
+    """``pid`` no longer runs: reaped, or at most a zombie waiting for init to reap it."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return
+        except psutil.NoSuchProcess:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"process {pid} is still running")
+
+
+def wait_for_file(path: Path, timeout_s: float = 10) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.02)
+    raise AssertionError(f"{path} was not written")
+
+
+# --- measuring ------------------------------------------------------------------------------------
+
+
+def test_path_reference_measures_a_64_mib_allocation(tmp_path: Path) -> None:
+    path = write_module(tmp_path, "allocating", ALLOCATE_64_MIB)
+    result = measure_process_rss(f"{path}:allocate", calls=2)
+
+    baseline, workload, lifetime = result.baseline, result.workload_peak, result.lifetime_peak
+    for metric, scope in ((baseline, SCOPE_BASELINE), (workload, SCOPE_WORKLOAD)):
+        assert metric["status"] == "complete"
+        assert metric["scope"] == scope
+        assert metric["unit"] == "B"
+    assert lifetime["scope"] == SCOPE_LIFETIME
+    assert result.diagnostics == []
+    assert baseline["value"] is not None and workload["value"] is not None
+    assert lifetime["value"] is not None
+    assert workload["value"] - baseline["value"] >= 60 * MIB
+    assert lifetime["value"] >= workload["value"] >= baseline["value"]
+    assert "2 calls" in workload["method"]
+    if LINUX:
+        assert "VmHWM" in workload["method"] and "clear_refs" in workload["method"]
+        assert "os.wait4" in lifetime["method"]
+
+
+def test_function_object_reference_by_module_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_module(tmp_path, "ts_child_importable", ALLOCATE_64_MIB)
+    # The child gets this process's sys.path, so a folder added at run time works there too.
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("ts_child_importable")
+    try:
+        assert workload_reference(module.allocate) == "ts_child_importable:allocate"
+        result = measure_process_rss(module.allocate)
+    finally:
+        sys.modules.pop("ts_child_importable", None)
+    assert result.diagnostics == []
+    assert result.workload_peak["value"] is not None and result.baseline["value"] is not None
+    assert result.workload_peak["value"] - result.baseline["value"] >= 60 * MIB
+
+
+def test_function_object_from_a_file_loaded_module_uses_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_module(tmp_path, "loaded_by_path", ALLOCATE_64_MIB)
+    module = load_from_file(path, "ts_child_private_name", monkeypatch)
+    assert workload_reference(module.allocate) == f"{path}:allocate"
+    result = measure_process_rss(module.allocate)
+    assert result.workload_peak["status"] == "complete"
+    assert result.diagnostics == []
+
+
+def test_torch_import_is_in_the_baseline_and_the_tensor_in_the_peak(tmp_path: Path) -> None:
+    path = write_module(
+        tmp_path,
+        "torch_workload",
+        """
+        import torch
+
+        def fill():
+            tensor = torch.empty(16 << 20, dtype=torch.float32)  # 64 MiB
+            tensor.fill_(1.0)
+            return float(tensor[-1])
+        """,
+    )
+    result = measure_process_rss(f"{path}:fill", threads=1)
+    assert result.diagnostics == []
+    baseline, workload = result.baseline["value"], result.workload_peak["value"]
+    lifetime = result.lifetime_peak["value"]
+    assert baseline is not None and workload is not None and lifetime is not None
+    assert baseline > 50 * MIB  # `import torch` alone is a few hundred MiB
+    assert workload - baseline >= 60 * MIB
+    assert lifetime >= workload >= baseline
+
+
+def test_noisy_workload_output_does_not_break_the_result(tmp_path: Path) -> None:
+    path = write_module(
+        tmp_path,
+        "noisy",
+        """
+        import os
+        import sys
+
+        print("{\\"protocol\\": 1, \\"ok\\": false, \\"stage\\": \\"import\\"}")  # at import
+
+        def noisy():
+            for index in range(2000):
+                print("stdout line", index)
+                print("stderr line", index, file=sys.stderr)
+            os.write(1, b"{not json")
+        """,
+    )
+    result = measure_process_rss(f"{path}:noisy")
+    assert result.diagnostics == []
+    assert result.baseline["status"] == "complete"
+
+
+def test_sampling_fallback_sees_a_held_allocation(tmp_path: Path) -> None:
+    # Where VmHWM cannot be reset (macOS, a read-only /proc) the child samples RSS with psutil;
+    # force that path by disabling the reset in a child started by hand.
+    path = write_module(
+        tmp_path,
+        "holding",
+        """
+        import time
+
+        def hold():
+            block = bytearray(64 << 20)
+            block[::4096] = b"\\1" * len(block[::4096])
+            time.sleep(0.1)  # held long enough for ~1 ms samples to see it
+            return len(block)
+        """,
+    )
+    code = (
+        "import os, sys, torchscan._child_main as child\n"
+        "child._reset_high_water_mark = lambda: False\n"
+        "status = child.main(sys.argv[1:])\n"
+        "sys.stdout.flush(); os._exit(status)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code, f"{path}:hold", "--calls", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    payload = json.loads(completed.stdout)
+    assert payload["ok"] is True and payload["peak_method"] == "psutil"
+    assert payload["workload_peak_b"] - payload["baseline_b"] >= 60 * MIB
+
+    run = _ChildRun(wait_status=0, maxrss_b=None, stdout=bytearray(completed.stdout.encode()))
+    result = _interpret(run, timeout_s=60, calls=1, parent_peak_b=None)
+    assert "psutil RSS sampled every ~1 ms" in result.workload_peak["method"]
+    assert result.lifetime_peak["value"] == max(
+        payload["workload_peak_b"], payload["setup_peak_b"], payload["baseline_b"]
+    )
+
+
+# --- not importable, failures, timeouts ---------------------------------------------------------
+
+
+def test_lambda_is_not_importable() -> None:
+    result = measure_process_rss(lambda: None)
+    message = assert_unavailable(result, "workload not importable", "workload_not_importable")
+    assert "module-level function" in message
+    assert "path/to/file.py:function" in message
+
+
+def test_missing_module_or_attribute_is_not_importable(tmp_path: Path) -> None:
+    result = measure_process_rss("ts_child_no_such_module:run")
+    message = assert_unavailable(result, "workload not importable", "workload_not_importable")
+    assert "ModuleNotFoundError" in message and "ts_child_no_such_module" in message
+
+    path = write_module(tmp_path, "without_attribute", "VALUE = 1\n")
+    result = measure_process_rss(f"{path}:missing")
+    message = assert_unavailable(result, "workload not importable", "workload_not_importable")
+    assert "AttributeError" in message and "missing" in message
+
+
+def test_raising_workload_fails_with_the_exception_text(tmp_path: Path) -> None:
+    path = write_module(
+        tmp_path,
+        "raising",
+        """
+        def explode():
+            raise ValueError("the workload exploded: 4c1f")
+        """,
+    )
+    result = measure_process_rss(f"{path}:explode")
+    message = assert_unavailable(
+        result, "child process failed (exit code 1)", "child_process_failed"
+    )
+    assert "ValueError: the workload exploded: 4c1f" in message
+    assert "Traceback" in message  # the tail of the child's stderr
+    # Reports carry no file paths: traceback paths keep their file name only.
+    assert str(tmp_path) not in message
+    assert '"raising.py"' in message
+
+
+def test_exit_code_and_signal_are_reported(tmp_path: Path) -> None:
+    path = write_module(
+        tmp_path,
+        "exiting",
+        """
+        import os
+        import signal
+        import sys
+
+        def exit_three():
+            print("about to exit", file=sys.stderr, flush=True)
+            os._exit(3)
+
+        def killed():
+            os.kill(os.getpid(), signal.SIGKILL)
+        """,
+    )
+    result = measure_process_rss(f"{path}:exit_three")
+    message = assert_unavailable(
+        result, "child process failed (exit code 3)", "child_process_failed"
+    )
+    assert "about to exit" in message
+
+    result = measure_process_rss(f"{path}:killed")
+    message = assert_unavailable(
+        result, "child process failed (killed by signal SIGKILL)", "child_process_failed"
+    )
+    assert "out-of-memory" in message
+
+
+def test_timeout_kills_the_child_and_its_children(tmp_path: Path) -> None:
+    child_pid_file, grandchild_pid_file = tmp_path / "child.pid", tmp_path / "grandchild.pid"
+    path = write_module(
+        tmp_path,
+        "sleeping",
+        f"""
+        import os
+        import subprocess
+        import sys
+        import time
+
+        def sleep():
+            grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            with open({str(grandchild_pid_file)!r}, "w") as handle:
+                handle.write(str(grandchild.pid))
+            with open({str(child_pid_file)!r}, "w") as handle:
+                handle.write(str(os.getpid()))
+            print("sleeping now")
+            time.sleep(60)
+        """,
+    )
+    started = time.monotonic()
+    result = measure_process_rss(f"{path}:sleep", timeout_s=1)
+    assert time.monotonic() - started < 10
+    message = assert_unavailable(
+        result, "child process timed out after 1s", "child_process_timeout"
+    )
+    assert "sleeping now" in message
+
+    child_pid = int(wait_for_file(child_pid_file))
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child_pid, os.WNOHANG)  # already reaped: no zombie left
+    assert not psutil.pid_exists(child_pid)
+    assert_gone(int(wait_for_file(grandchild_pid_file)))
+
+
+def test_keyboard_interrupt_kills_the_child(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    path = write_module(
+        tmp_path,
+        "interrupted",
+        f"""
+        import os
+        import time
+
+        def sleep():
+            with open({str(pid_file)!r}, "w") as handle:
+                handle.write(str(os.getpid()))
+            time.sleep(60)
+        """,
+    )
+
+    def interrupt_when_started() -> None:
+        wait_for_file(pid_file)
+        _thread.interrupt_main()
+
+    interrupter = threading.Thread(target=interrupt_when_started, daemon=True)
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt):
+        measure_process_rss(f"{path}:sleep", timeout_s=30)
+    interrupter.join()
+    child_pid = int(pid_file.read_text())
+    with pytest.raises(ChildProcessError):
+        os.waitpid(child_pid, os.WNOHANG)
+    assert not psutil.pid_exists(child_pid)
+
+
+# --- references -----------------------------------------------------------------------------------
+
+
+def module_level_function() -> None:
+    return None
+
+
+class Workload:
+    def __call__(self) -> None:
+        return None
+
+    def method(self) -> None:
+        return None
+
+    @classmethod
+    def build(cls) -> Workload:
+        return cls()
+
+
+CALLABLE = Workload()
+
+
+def test_workload_reference_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert workload_reference("package.module:function") == "package.module:function"
+    assert workload_reference("package.module:Class.method") == "package.module:Class.method"
+    assert workload_reference("bench/run.py:main") == f"{tmp_path / 'bench' / 'run.py'}:main"
+    assert workload_reference("/abs/run.py:main") == "/abs/run.py:main"
+    for malformed in ("no_colon", "module:", ":function", "mod ule:function", "module:1x", ""):
+        assert workload_reference(malformed) is None, malformed
+
+    def nested() -> None:
+        return None
+
+    assert workload_reference(lambda: None) is None
+    assert workload_reference(nested) is None
+    assert workload_reference(functools.partial(module_level_function)) is None
+    assert workload_reference(Workload().method) is None  # bound to an unnamed object
+    assert workload_reference(Workload()) is None
+    assert workload_reference(42) is None
+
+    here = __name__
+    assert workload_reference(module_level_function) == f"{here}:module_level_function"
+    assert workload_reference(Workload.build) == f"{here}:Workload.build"
+    assert workload_reference(CALLABLE) == f"{here}:CALLABLE"
+    assert workload_reference(CALLABLE.method) == f"{here}:CALLABLE.method"
+    assert workload_reference(len) == "builtins:len"
+
+
+def test_script_main_functions_are_referenced_by_file(tmp_path: Path) -> None:
+    script = write_module(
+        tmp_path,
+        "script",
+        """
+        from torchscan.child import workload_reference
+
+        def run():
+            return None
+
+        if __name__ == "__main__":
+            print(workload_reference(run))
+        """,
+    )
+    completed = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert completed.stdout.strip() == f"{script}:run"
+
+
+def test_a_script_that_measures_itself_without_a_main_guard_does_not_recurse(
+    tmp_path: Path,
+) -> None:
+    script = write_module(
+        tmp_path,
+        "unguarded",
+        """
+        from torchscan.child import measure_process_rss
+
+        def run():
+            return bytearray(1 << 20)
+
+        # No main guard: the child importing this file calls this again, and must refuse.
+        result = measure_process_rss(run)
+        print("RESULT", result.workload_peak["status"], result.workload_peak["reason"])
+        """,
+    )
+    completed = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert completed.stdout.strip() == "RESULT complete None"
+
+
+# --- interpretation and arguments ---------------------------------------------------------------
+
+
+def test_lifetime_uses_wait4_only_when_it_is_the_childs_own() -> None:
+    payload = (
+        b'{"protocol": 1, "ok": true, "baseline_b": 100, "workload_peak_b": 300, '
+        b'"setup_peak_b": 200, "baseline_method": "VmRSS", "peak_method": "vmhwm"}\n'
+    )
+    exited = 0  # a wait status: exited with code 0
+
+    own = _ChildRun(wait_status=exited, maxrss_b=1000, stdout=bytearray(payload))
+    result = _interpret(own, timeout_s=5, calls=1, parent_peak_b=900)
+    assert result.lifetime_peak["value"] == 1000
+    assert result.lifetime_peak["method"].startswith("ru_maxrss via os.wait4")
+
+    # At or below the parent's peak, ru_maxrss may be the parent's peak carried over at spawn.
+    carried = _ChildRun(wait_status=exited, maxrss_b=1000, stdout=bytearray(payload))
+    result = _interpret(carried, timeout_s=5, calls=1, parent_peak_b=5000)
+    assert result.lifetime_peak["value"] == 300
+    assert "not used" in result.lifetime_peak["method"]
+
+    garbled = _ChildRun(wait_status=exited, maxrss_b=1000, stdout=bytearray(b"noise\n"))
+    result = _interpret(garbled, timeout_s=5, calls=1, parent_peak_b=5000)
+    assert_unavailable(
+        result,
+        "child process failed (no result line on its standard output)",
+        "child_process_failed",
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"calls": 0}, {"calls": 1.5}, {"timeout_s": 0}, {"timeout_s": float("nan")}, {"threads": 0}],
+)
+def test_invalid_arguments_raise(kwargs: dict[str, object]) -> None:
+    with pytest.raises(InvalidArgumentError):
+        measure_process_rss(module_level_function, **kwargs)  # type: ignore[arg-type]
+
+
+def test_no_torch_import_at_module_import_time() -> None:
+    code = "import sys, torchscan.child; print('torch' in sys.modules)"
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert completed.stdout.strip() == "False"

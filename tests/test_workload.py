@@ -1,0 +1,168 @@
+"""measure_workload: passes, timing evidence, summary lines, state and errors."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+import torchscan
+from torchscan import IncompleteMeasurementError, InvalidArgumentError, measure_workload
+
+torch.set_num_threads(1)
+FAST = {"min_time_s": 0.05, "max_time_s": 0.5, "min_blocks": 5, "warmup_time_s": 0.01}
+
+
+def readme_workload() -> tuple[object, torch.Tensor]:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(128, 128).eval()
+    inputs = torch.randn(32, 128)
+
+    @torch.inference_mode()
+    def workload() -> torch.Tensor:
+        return model(inputs)
+
+    return workload, inputs
+
+
+def test_latency_and_flops_report_is_valid_and_recomputable() -> None:
+    workload, inputs = readme_workload()
+    report = measure_workload(
+        workload,
+        inputs=inputs,
+        work_units=32,
+        work_unit="samples",
+        metrics=["latency", "operator_flops"],
+        print_summary=False,
+        **FAST,
+    )
+    assert torchscan.validate_report(report) == "benchmark"
+    timing = report["timing"]
+    assert timing is not None
+    assert len(timing["block_durations_s"]) >= 5
+    assert timing["calls_per_block"] >= 1
+    median, _, calls, seconds = torchscan._core.block_timing(
+        timing["block_durations_s"], timing["calls_per_block"]
+    )
+    metrics = report["metrics"]
+    assert metrics["latency"]["value"] == median
+    assert metrics["throughput"]["value"] == pytest.approx(32 * calls / seconds)
+    assert metrics["throughput"]["unit"] == "samples/s"
+    assert metrics["operator_flops"]["value"] == 1_048_576
+    assert metrics["tensor_memory_peak"]["reason"] == "not requested"
+    assert metrics["process_rss_peak"]["reason"] == "not requested"
+    assert report["profiler"]["reason"] == "not requested"
+    assert report["workload"]["inputs"][0]["shape"] == [32, 128]
+    assert report["workload"]["name"].endswith("workload")
+    assert report["settings"]["passes"] == ["latency", "operator_flops"]
+    assert report["context"]["torch_threads"] == 1
+
+
+def test_summary_lines_follow_the_readme(capsys: pytest.CaptureFixture[str]) -> None:
+    workload, inputs = readme_workload()
+    measure_workload(
+        workload, inputs=inputs, work_units=32, work_unit="samples", metrics=["latency"], **FAST
+    )
+    lines = capsys.readouterr().out.splitlines()
+    labels = [line.split(":")[0] for line in lines]
+    assert labels[:5] == [
+        "Workload on cpu (1 PyTorch threads)",
+        "  First call",
+        "  Latency (block median)",
+        "  Latency IQR",
+        "  Throughput",
+    ]
+    assert "  Process peak RSS: unavailable (not requested)" in lines
+    assert "  Profiler: not requested (separate instrumented pass)" in lines
+
+
+def test_print_summary_false_prints_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    workload, _ = readme_workload()
+    measure_workload(workload, metrics=["latency"], print_summary=False, **FAST)
+    assert capsys.readouterr().out == ""
+
+
+def test_profiler_pass_lists_top_operators() -> None:
+    workload, _ = readme_workload()
+    report = measure_workload(
+        workload, metrics=["profiler"], print_summary=False, profiler_calls=5, **FAST
+    )
+    profiler = report["profiler"]
+    assert profiler["status"] == "complete"
+    assert profiler["calls"] == 5
+    names = [op["operator"] for op in profiler["top_operators"]]
+    assert "aten::addmm" in names
+    assert "instrumentation" in profiler["scope"]
+    assert report["timing"] is None
+    assert report["metrics"]["latency"]["reason"] == "not requested"
+    assert torchscan.validate_report(report) == "benchmark"
+
+
+def test_the_workload_exception_propagates_and_nothing_is_left_behind() -> None:
+    error = RuntimeError("from the workload")
+    calls = 0
+
+    def failing() -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise error
+
+    with pytest.raises(RuntimeError) as caught:
+        measure_workload(failing, metrics=["latency"], print_summary=False, **FAST)
+    assert caught.value is error
+    assert _get_current_dispatch_mode() is None
+
+    def failing_in_flops() -> None:
+        raise error
+
+    with pytest.raises(RuntimeError) as caught:
+        measure_workload(failing_in_flops, metrics=["operator_flops"], print_summary=False)
+    assert caught.value is error
+    assert _get_current_dispatch_mode() is None
+    assert torch.get_num_threads() == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"device": "gpu"}, "not a torch device"),
+        ({"metrics": ["latency", "speed"]}, "metrics must be"),
+        ({"metrics": []}, "metrics must be"),
+        ({"work_units": 0}, "positive"),
+        ({"work_units": float("nan")}, "positive"),
+        ({"work_unit": "samples per second"}, "work_unit must be"),
+        ({"min_time_s": 2.0, "max_time_s": 1.0}, "min_time_s"),
+        ({"min_blocks": 0}, "min_blocks"),
+    ],
+)
+def test_bad_arguments_say_what_to_do(kwargs: dict[str, object], match: str) -> None:
+    workload, _ = readme_workload()
+    with pytest.raises(InvalidArgumentError, match=match):
+        measure_workload(workload, print_summary=False, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error without CUDA")
+def test_missing_cuda_is_a_clear_error() -> None:
+    workload, _ = readme_workload()
+    with pytest.raises(InvalidArgumentError, match="no CUDA device"):
+        measure_workload(workload, device="cuda", print_summary=False)
+
+
+def test_not_a_callable() -> None:
+    with pytest.raises(InvalidArgumentError, match="zero-argument callable"):
+        measure_workload(42, print_summary=False)  # type: ignore[arg-type]
+
+
+def test_strict_raises_with_the_report_when_a_requested_metric_is_missing() -> None:
+    @torch.library.custom_op("torchscan_test::workload_op", mutates_args=())
+    def op(x: torch.Tensor) -> torch.Tensor:
+        return x + 1
+
+    x = torch.zeros(4)
+    with pytest.raises(IncompleteMeasurementError) as caught:
+        measure_workload(
+            lambda: op(x), metrics=["operator_flops"], print_summary=False, strict=True
+        )
+    assert ("operator_flops", "partial") in caught.value.metrics
+    assert caught.value.report["metrics"]["operator_flops"]["status"] == "partial"
