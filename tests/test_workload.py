@@ -166,3 +166,22 @@ def test_strict_raises_with_the_report_when_a_requested_metric_is_missing() -> N
         )
     assert ("operator_flops", "partial") in caught.value.metrics
     assert caught.value.report["metrics"]["operator_flops"]["status"] == "partial"
+
+
+def test_compiled_callable_gets_a_diagnostic_and_timing_runs_first() -> None:
+    workload, _ = readme_workload()
+    compiled = torch.compile(workload, backend="eager")
+    report = measure_workload(
+        compiled, metrics=["latency", "operator_flops"], print_summary=False, **FAST
+    )
+    codes = [d["code"] for d in report["diagnostics"]]
+    assert codes.count("compiled_callable") == 1
+    assert report["metrics"]["latency"]["status"] == "complete"
+    assert report["metrics"]["operator_flops"]["value"] == 1_048_576
+
+
+def test_measure_peak_memory_is_exported() -> None:
+    workload, _ = readme_workload()
+    report = torchscan.measure_peak_memory(workload, device="cpu")
+    assert report["tensor_memory_peak"]["value"] == 98_816
+    assert torchscan.validate_report(report) == "peak_memory"

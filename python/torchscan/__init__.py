@@ -18,6 +18,7 @@ from .errors import (
     TorchscanError,
 )
 from .flops import OperatorFlopCounter, measure_flops
+from .memory import TensorMemoryTracker, measure_peak_memory
 from .reports import (
     AnalysisReport,
     BenchmarkComparison,
@@ -60,12 +61,14 @@ __all__ = [
     "ReportComparisonError",
     "ReportDiff",
     "ReportValidationError",
+    "TensorMemoryTracker",
     "TorchscanError",
     "__version__",
     "compare_reports",
     "crawl_module",
     "format_summary",
     "measure_flops",
+    "measure_peak_memory",
     "measure_workload",
     "summary",
     "validate_report",
