@@ -40,26 +40,6 @@ class InvalidArgumentError(TorchscanError, ValueError):
     """An argument has a value torchscan cannot use; the message says what to pass instead."""
 
 
-class IncompleteAnalysisError(TorchscanError):
-    """``strict=True`` was given and a requested metric is partial or unavailable.
-
-    ``report`` is the whole report, so nothing measured is lost; ``metrics`` names the incomplete
-    metrics with their status.
-    """
-
-    def __init__(self, report: Any, metrics: list[tuple[str, str]]) -> None:
-        self.report = report
-        self.metrics: list[tuple[str, str]] = list(metrics)
-        listed = ", ".join(f"{name} ({status})" for name, status in self.metrics)
-        super().__init__(
-            f"strict analysis: requested metrics are incomplete: {listed}; "
-            "see the report's diagnostics (error.report) for what is missing"
-        )
-
-    def __reduce__(self) -> tuple[type[IncompleteAnalysisError], tuple[Any, list[tuple[str, str]]]]:
-        return (type(self), (self.report, self.metrics))
-
-
 class ReportComparisonError(TorchscanError):
     """Two valid reports cannot be compared: their numbers would not measure the same thing.
 
@@ -73,23 +53,39 @@ class ReportComparisonError(TorchscanError):
         super().__init__(reason)
 
 
-class IncompleteMeasurementError(TorchscanError):
-    """``measure_workload(..., strict=True)``: a requested metric is partial or unavailable.
+class _IncompleteError(TorchscanError):
+    """A strict call found requested metrics partial or unavailable; carries the whole report."""
 
-    ``report`` is the whole ``BenchmarkReport``; ``metrics`` names the incomplete metrics with
-    their status.
-    """
+    _WHAT = "result"
 
     def __init__(self, report: Any, metrics: list[tuple[str, str]]) -> None:
         self.report = report
         self.metrics: list[tuple[str, str]] = list(metrics)
         listed = ", ".join(f"{name} ({status})" for name, status in self.metrics)
         super().__init__(
-            f"strict measurement: requested metrics are incomplete: {listed}; "
-            "see the report's diagnostics (error.report) for why"
+            f"strict {self._WHAT}: requested metrics are incomplete: {listed}; "
+            "see the report's diagnostics (error.report) for what is missing"
         )
 
-    def __reduce__(
-        self,
-    ) -> tuple[type[IncompleteMeasurementError], tuple[Any, list[tuple[str, str]]]]:
+    def __reduce__(self) -> tuple[type[_IncompleteError], tuple[Any, list[tuple[str, str]]]]:
         return (type(self), (self.report, self.metrics))
+
+
+class IncompleteAnalysisError(_IncompleteError):
+    """``strict=True`` was given and a requested metric of an analysis is partial or unavailable.
+
+    ``report`` is the whole ``AnalysisReport``, so nothing measured is lost; ``metrics`` names
+    the incomplete metrics with their status.
+    """
+
+    _WHAT = "analysis"
+
+
+class IncompleteMeasurementError(_IncompleteError):
+    """``measure_workload(..., strict=True)``: a requested metric is partial or unavailable.
+
+    ``report`` is the whole ``BenchmarkReport``; ``metrics`` names the incomplete metrics with
+    their status.
+    """
+
+    _WHAT = "measurement"
