@@ -7,6 +7,7 @@ method and scope. Reports follow schema version 1 (``docs/report-schema.md``).
 from __future__ import annotations
 
 from . import _core
+from .check import check_outputs
 from .compare import compare_reports
 from .crawl import crawl_module, summary
 from .errors import (
@@ -64,6 +65,7 @@ __all__ = [
     "TensorMemoryTracker",
     "TorchscanError",
     "__version__",
+    "check_outputs",
     "compare_reports",
     "crawl_module",
     "format_summary",
