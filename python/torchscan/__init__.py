@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from . import _core
 from .check import check_outputs
-from .compare import compare_reports
+from .compare import compare_benchmarks, compare_reports
 from .crawl import crawl_module, summary
 from .errors import (
     IncompleteAnalysisError,
@@ -66,6 +66,7 @@ __all__ = [
     "TorchscanError",
     "__version__",
     "check_outputs",
+    "compare_benchmarks",
     "compare_reports",
     "crawl_module",
     "format_summary",

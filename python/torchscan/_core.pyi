@@ -8,6 +8,7 @@ __all__ = [
     "__version__",
     "block_timing",
     "cli_main",
+    "compare_benchmarks_json",
     "compare_reports_json",
     "format_summary_json",
     "iqr",
@@ -19,6 +20,7 @@ __all__ = [
     "min",
     "quantile",
     "quartiles",
+    "render_report_json",
     "validate_report_json",
 ]
 
@@ -35,6 +37,7 @@ class CoreCompareError(Exception):
 def validate_report_json(text: str) -> str: ...
 def format_summary_json(text: str, max_depth: int | None = None) -> str: ...
 def compare_reports_json(before: str, after: str) -> str: ...
+def render_report_json(text: str) -> str: ...
 def json_schema() -> str: ...
 def median(values: list[float]) -> float: ...
 def quantile(values: list[float], q: float) -> float: ...
@@ -48,3 +51,12 @@ def block_timing(
     block_durations_s: list[float], calls_per_block: int
 ) -> tuple[float, float, int, float]: ...
 def cli_main(argv: list[str]) -> int: ...
+def compare_benchmarks_json(
+    baseline: str,
+    candidate: str,
+    check: str | None = None,
+    confidence_level: float = 0.95,
+    bootstrap_resamples: int = 2000,
+    seed: int = 0,
+    min_effect: float = 0.02,
+) -> str: ...

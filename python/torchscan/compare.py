@@ -6,11 +6,11 @@ import json
 from typing import cast
 
 from . import _core
-from .errors import ReportComparisonError, ReportValidationError
-from .reports import ReportDiff
+from .errors import InvalidArgumentError, ReportComparisonError, ReportValidationError
+from .reports import BenchmarkComparison, ReportDiff
 from .validation import ReportInput, report_json
 
-__all__ = ["ReportComparisonError", "compare_reports"]
+__all__ = ["ReportComparisonError", "compare_benchmarks", "compare_reports"]
 
 
 def _side_json(side: str, report: ReportInput) -> str:
@@ -53,3 +53,52 @@ def compare_reports(before: ReportInput, after: ReportInput) -> ReportDiff:
     except _core.CoreCompareError as error:
         raise ReportComparisonError(str(error.args[0])) from None
     return cast(ReportDiff, json.loads(text))
+
+
+def compare_benchmarks(
+    baseline: ReportInput,
+    candidate: ReportInput,
+    *,
+    check: ReportInput | None = None,
+    confidence_level: float = 0.95,
+    bootstrap_resamples: int = 2000,
+    seed: int = 0,
+    min_effect: float = 0.02,
+) -> BenchmarkComparison:
+    """Compare a candidate benchmark with a baseline; return a ``benchmark_comparison`` report.
+
+    Computed in the core: for latency and throughput the ratio candidate / baseline with a
+    percentile bootstrap interval over the timed blocks (seeded by ``seed``, so the same reports
+    give the same result) and a verdict (``faster``, ``slower``, ``no_detectable_change`` or
+    ``inconclusive``) that needs both significance and a change of at least ``min_effect``; for
+    first call, operator FLOPs and memory, deltas when both sides are complete. ``check`` is the
+    ``output_check`` report of :func:`~torchscan.check_outputs`: when it failed every delta is
+    withheld; without it the comparison is ``unchecked``. A passing check does not establish
+    task accuracy. Reports that count different work are refused with
+    :class:`ReportComparisonError`.
+    """
+    import math
+
+    if not (0 < confidence_level < 1):
+        raise InvalidArgumentError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    if isinstance(bootstrap_resamples, bool) or not isinstance(bootstrap_resamples, int):
+        raise InvalidArgumentError("bootstrap_resamples must be a positive integer")
+    if bootstrap_resamples < 1 or bootstrap_resamples > 1_000_000:
+        raise InvalidArgumentError("bootstrap_resamples must be between 1 and 1,000,000")
+    if not (math.isfinite(min_effect) and min_effect >= 0):
+        raise InvalidArgumentError(f"min_effect must be finite and >= 0, got {min_effect!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise InvalidArgumentError("seed must be an integer in [0, 2**64)")
+    sides = [_side_json("baseline", baseline), _side_json("candidate", candidate)]
+    check_text = _side_json("check", check) if check is not None else None
+    try:
+        text = _core.compare_benchmarks_json(
+            sides[0], sides[1], check_text, confidence_level, bootstrap_resamples, seed, min_effect
+        )
+    except _core.CoreValidationError as error:
+        raise ReportValidationError(
+            [(str(path), str(message)) for path, message in error.args[0]]
+        ) from None
+    except _core.CoreCompareError as error:
+        raise ReportComparisonError(str(error.args[0])) from None
+    return cast(BenchmarkComparison, json.loads(text))

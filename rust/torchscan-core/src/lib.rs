@@ -5,9 +5,11 @@
 //! ([`stats`]), the text summary ([`summary`]) and the comparison of two analyses ([`compare`]).
 //! Pure functions; no Python and no torch here.
 
+pub mod bench_compare;
 pub mod compare;
 pub mod problem;
 pub mod read;
+pub mod render;
 pub mod schema;
 pub mod stats;
 pub mod summary;
@@ -18,6 +20,7 @@ pub use compare::{
 };
 pub use problem::Problem;
 pub use read::{parse_report, read_report};
+pub use render::{RenderError, RenderFailure, render_html, render_report_json};
 pub use schema::{Report, ReportKind, json_schema_text};
 pub use summary::{SummaryOptions, format_summary, format_summary_with};
 

@@ -3,8 +3,9 @@
 use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
+use torchscan_core::bench_compare::BenchCompareFailure;
 use torchscan_core::stats::StatsError;
-use torchscan_core::{CompareFailure, Problem};
+use torchscan_core::{CompareFailure, Problem, RenderFailure};
 
 pyo3::create_exception!(
     _core,
@@ -52,6 +53,32 @@ pub fn compare_error(py: Python<'_>, failure: CompareFailure) -> PyErr {
         CompareFailure::Invalid { .. } => validation_error(py, failure.problems()),
         CompareFailure::Refused(error) => CoreCompareError::new_err(error.to_string()),
         CompareFailure::Internal(_) => PyRuntimeError::new_err(failure.to_string()),
+    }
+}
+
+/// A page that was not rendered: invalid input as `CoreValidationError`, a rendering error (a bug)
+/// as `RuntimeError`.
+pub fn render_error(py: Python<'_>, failure: RenderFailure) -> PyErr {
+    match failure {
+        RenderFailure::Invalid(problems) => validation_error(py, problems),
+        RenderFailure::Render(error) => PyRuntimeError::new_err(error.to_string()),
+    }
+}
+
+/// A benchmark comparison that was not made: invalid input as `CoreValidationError`, a refusal
+/// as `CoreCompareError`, an invalid result (a bug) as `RuntimeError`.
+pub fn bench_compare_error(py: Python<'_>, failure: BenchCompareFailure) -> PyErr {
+    match failure {
+        BenchCompareFailure::Invalid(problems) => validation_error(py, problems),
+        BenchCompareFailure::Refused(error) => CoreCompareError::new_err(error.to_string()),
+        BenchCompareFailure::Internal(problems) => PyRuntimeError::new_err(format!(
+            "torchscan produced an invalid comparison (a bug): {}",
+            problems
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
     }
 }
 

@@ -3,7 +3,9 @@
 use pyo3::prelude::*;
 use torchscan_core::stats;
 
-use crate::errors::{compare_error, stats_error, validation_error};
+use crate::errors::{
+    bench_compare_error, compare_error, render_error, stats_error, validation_error,
+};
 
 /// Validates report JSON text; returns the report's kind or raises `CoreValidationError`.
 #[pyfunction]
@@ -34,6 +36,40 @@ fn format_summary_json(py: Python<'_>, text: &str, max_depth: Option<u64>) -> Py
 fn compare_reports_json(py: Python<'_>, before: &str, after: &str) -> PyResult<String> {
     let outcome = py.detach(|| torchscan_core::compare_reports_json(before, after));
     outcome.map_err(|failure| compare_error(py, failure))
+}
+
+/// The self-contained HTML page of report JSON text; raises `CoreValidationError` when invalid.
+#[pyfunction]
+fn render_report_json(py: Python<'_>, text: &str) -> PyResult<String> {
+    let outcome = py.detach(|| torchscan_core::render_report_json(text));
+    outcome.map_err(|failure| render_error(py, failure))
+}
+
+/// Compares two benchmark reports (JSON text), resting on an optional output check (JSON text);
+/// returns the `benchmark_comparison` report as JSON text.
+#[pyfunction]
+#[pyo3(signature = (baseline, candidate, check=None, confidence_level=0.95, bootstrap_resamples=2000, seed=0, min_effect=0.02))]
+#[allow(clippy::too_many_arguments)]
+fn compare_benchmarks_json(
+    py: Python<'_>,
+    baseline: &str,
+    candidate: &str,
+    check: Option<&str>,
+    confidence_level: f64,
+    bootstrap_resamples: u64,
+    seed: u64,
+    min_effect: f64,
+) -> PyResult<String> {
+    let options = torchscan_core::bench_compare::CompareOptions {
+        confidence_level,
+        bootstrap_resamples,
+        seed,
+        min_effect,
+    };
+    let outcome = py.detach(|| {
+        torchscan_core::bench_compare::compare_benchmarks_json(baseline, candidate, check, &options)
+    });
+    outcome.map_err(|failure| bench_compare_error(py, failure))
 }
 
 /// The JSON Schema of report schema version 1, as text.
@@ -114,6 +150,8 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(validate_report_json, module)?)?;
     module.add_function(wrap_pyfunction!(format_summary_json, module)?)?;
     module.add_function(wrap_pyfunction!(compare_reports_json, module)?)?;
+    module.add_function(wrap_pyfunction!(compare_benchmarks_json, module)?)?;
+    module.add_function(wrap_pyfunction!(render_report_json, module)?)?;
     module.add_function(wrap_pyfunction!(json_schema, module)?)?;
     module.add_function(wrap_pyfunction!(median, module)?)?;
     module.add_function(wrap_pyfunction!(quantile, module)?)?;

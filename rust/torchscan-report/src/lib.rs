@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use clap::{Parser, Subcommand, ValueEnum};
 use torchscan_core::{
     CompareFailure, Problem, Report, compare_report_texts, format_summary, json_schema_text,
-    read_report, to_json_text,
+    read_report, render_html, to_json_text,
 };
 
 /// Exit code: everything succeeded.
@@ -29,6 +29,7 @@ Examples:
   torchscan-report schema > report.v1.schema.json
   torchscan-report diff before.json after.json
   torchscan-report diff before.json after.json --format json -o diff.json
+  torchscan-report render workload.json -o workload.html
 
 Exit codes: 0 ok, 1 invalid input, 2 usage.
 `diff` also exits 1 when the two reports cannot be compared.";
@@ -75,6 +76,15 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
         format: DiffFormat,
         /// Write the output to this file (replaced atomically) instead of standard output (`-`).
+        #[arg(short = 'o', long = "output", value_name = "OUT")]
+        output: Option<PathBuf>,
+    },
+    /// Render a report as one self-contained HTML page (inline CSS, no script, no external request).
+    Render {
+        /// Report file (`-` reads standard input).
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+        /// Write the page to this file (replaced atomically) instead of standard output (`-`).
         #[arg(short = 'o', long = "output", value_name = "OUT")]
         output: Option<PathBuf>,
     },
@@ -286,6 +296,61 @@ fn diff(
     }
 }
 
+fn write_output(
+    text: &str,
+    output: Option<&Path>,
+    stdout: &mut dyn Write,
+    stderr: &mut dyn Write,
+) -> std::io::Result<i32> {
+    match output.filter(|path| !is_stdin(path)) {
+        None => {
+            stdout.write_all(text.as_bytes())?;
+            Ok(EXIT_OK)
+        }
+        Some(path) => match write_atomically(path, text) {
+            Ok(()) => Ok(EXIT_OK),
+            Err(error) => {
+                writeln!(
+                    stderr,
+                    "torchscan-report: cannot write {}: {error}",
+                    path.display()
+                )?;
+                Ok(EXIT_USAGE)
+            }
+        },
+    }
+}
+
+fn render(
+    path: &Path,
+    output: Option<&Path>,
+    streams: (&mut dyn Read, &mut dyn Write, &mut dyn Write),
+) -> std::io::Result<i32> {
+    let (stdin, stdout, stderr) = streams;
+    let name = display_name(path);
+    let text = match read_input(path, stdin) {
+        Ok(text) => text,
+        Err(error) => {
+            writeln!(stderr, "torchscan-report: cannot read {name}: {error}")?;
+            return Ok(EXIT_USAGE);
+        }
+    };
+    let report = match read_report(&text) {
+        Ok(report) => report,
+        Err(problems) => {
+            print_problems(stderr, &name, &problems)?;
+            return Ok(EXIT_INVALID);
+        }
+    };
+    match render_html(&report) {
+        Ok(html) => write_output(&html, output, stdout, stderr),
+        Err(error) => {
+            writeln!(stderr, "torchscan-report: {name}: {error}")?;
+            Ok(EXIT_INVALID)
+        }
+    }
+}
+
 /// Runs the command line with explicit streams and returns the exit code.
 pub fn run<I, T>(
     args: I,
@@ -328,6 +393,9 @@ where
             output.as_deref(),
             (stdin, stdout, stderr),
         ),
+        Command::Render { file, output } => {
+            render(file, output.as_deref(), (stdin, stdout, stderr))
+        }
     };
     let code = match outcome {
         Ok(code) => code,

@@ -343,3 +343,54 @@ fn diff_usage_errors_exit_two() {
     let help = run(&["--help"], None);
     assert!(stdout(&help).contains("torchscan-report diff before.json after.json"));
 }
+
+#[test]
+fn render_writes_the_page_to_stdout_and_atomically_to_a_file() {
+    let dir = std::env::temp_dir().join(format!("torchscan-render-{}", std::process::id()));
+    fs::create_dir_all(&dir).expect("temporary directory");
+    for file in files_in(&fixture("reports")) {
+        let output = run(&["render", &file], None);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let page = stdout(&output);
+        assert!(page.starts_with("<!DOCTYPE html>"));
+        let text = fs::read_to_string(&file).expect("fixture");
+        let piped = run(&["render", "-"], Some(&text));
+        assert_eq!(piped.status.code(), Some(0));
+        assert_eq!(stdout(&piped), page);
+        let target = dir.join("page.html");
+        let target_text = target.to_string_lossy().into_owned();
+        let written = run(&["render", &file, "-o", &target_text], None);
+        assert_eq!(written.status.code(), Some(0), "{}", stderr(&written));
+        assert_eq!(stdout(&written), "");
+        assert_eq!(fs::read_to_string(&target).expect("page"), page);
+    }
+    let leftovers: Vec<_> = fs::read_dir(&dir)
+        .expect("directory")
+        .map(|entry| entry.expect("entry").file_name())
+        .collect();
+    assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn render_exit_codes() {
+    let invalid = run(&["render", "-"], Some("{\"schema_version\": 1}"));
+    assert_eq!(invalid.status.code(), Some(1));
+    assert_eq!(stdout(&invalid), "");
+    assert!(stderr(&invalid).contains("<stdin>: "));
+    let missing = run(&["render", "/nonexistent/report.json"], None);
+    assert_eq!(missing.status.code(), Some(2));
+    let usage = run(&["render"], None);
+    assert_eq!(usage.status.code(), Some(2));
+    let file = fixture("reports/flops_square_matmul.json");
+    let unwritable = run(
+        &[
+            "render",
+            &file.to_string_lossy(),
+            "-o",
+            "/nonexistent/dir/page.html",
+        ],
+        None,
+    );
+    assert_eq!(unwritable.status.code(), Some(2));
+}

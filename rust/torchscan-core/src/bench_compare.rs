@@ -1,0 +1,552 @@
+//! Comparing two benchmark reports: ratios with seeded bootstrap intervals and verdicts that use
+//! both significance and a minimum effect size; deltas withheld when the output check failed.
+
+use std::fmt;
+
+use crate::schema::benchmark::BenchmarkReport;
+use crate::schema::common::{
+    Context, Diagnostic, DiagnosticCode, MetricResult, MetricStatus, SchemaVersionV1, Severity,
+};
+use crate::schema::comparison::{
+    BenchmarkComparisonKind, BenchmarkComparisonReport, CheckStatus, CheckSummary, ComparedSide,
+    ComparisonSettings, DeltaStatus, MetricDelta, Verdict,
+};
+use crate::schema::output_check::OutputCheckReport;
+use crate::stats;
+
+/// How a comparison is computed.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CompareOptions {
+    /// Confidence level of the intervals, in (0, 1).
+    pub confidence_level: f64,
+    /// Bootstrap resamples (at least 1).
+    pub bootstrap_resamples: u64,
+    /// Seed of the bootstrap, so the same inputs give the same report.
+    pub seed: u64,
+    /// Smallest relative change that counts (for example 0.02 for 2%).
+    pub min_effect: f64,
+}
+
+impl Default for CompareOptions {
+    fn default() -> Self {
+        CompareOptions {
+            confidence_level: 0.95,
+            bootstrap_resamples: 2000,
+            seed: 0,
+            min_effect: 0.02,
+        }
+    }
+}
+
+/// Why two benchmark reports cannot be compared.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BenchCompareError {
+    /// The two reports count different work.
+    DifferentWork {
+        /// The baseline's work units and unit.
+        baseline: String,
+        /// The candidate's work units and unit.
+        candidate: String,
+    },
+    /// An option is out of range.
+    InvalidOption(String),
+}
+
+impl fmt::Display for BenchCompareError {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BenchCompareError::DifferentWork {
+                baseline,
+                candidate,
+            } => write!(
+                formatter,
+                "the reports count different work ({baseline} vs {candidate} per call); measure \
+                 both with the same work_units and work_unit"
+            ),
+            BenchCompareError::InvalidOption(message) => formatter.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for BenchCompareError {}
+
+/// A small, seeded generator (SplitMix64): deterministic bootstrap resampling without a crate.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// An index in `0..len` (`len` > 0); the modulo bias is negligible for block counts.
+    fn index(&mut self, len: usize) -> usize {
+        (self.next_u64() % len as u64) as usize
+    }
+}
+
+/// Per-call block means of a report's timing evidence, if it has any.
+fn block_means(report: &BenchmarkReport) -> Option<Vec<f64>> {
+    let timing = report.timing.as_ref()?;
+    stats::per_call_means(&timing.block_durations_s, timing.calls_per_block).ok()
+}
+
+fn resample(values: &[f64], rng: &mut SplitMix64, buffer: &mut Vec<f64>) {
+    buffer.clear();
+    buffer.extend((0..values.len()).map(|_| values[rng.index(values.len())]));
+}
+
+/// The percentile bootstrap interval of `statistic(candidate) / statistic(baseline)`.
+fn ratio_interval(
+    baseline: &[f64],
+    candidate: &[f64],
+    statistic: impl Fn(&[f64]) -> Option<f64>,
+    options: &CompareOptions,
+    rng: &mut SplitMix64,
+) -> Option<(f64, f64)> {
+    let mut ratios = Vec::with_capacity(options.bootstrap_resamples as usize);
+    let (mut left, mut right) = (Vec::new(), Vec::new());
+    for _ in 0..options.bootstrap_resamples {
+        resample(baseline, rng, &mut left);
+        resample(candidate, rng, &mut right);
+        if let (Some(base), Some(cand)) = (statistic(&left), statistic(&right))
+            && base > 0.0
+        {
+            ratios.push(cand / base);
+        }
+    }
+    let tail = (1.0 - options.confidence_level) / 2.0;
+    let low = stats::quantile(&ratios, tail).ok()?;
+    let high = stats::quantile(&ratios, 1.0 - tail).ok()?;
+    Some((low, high))
+}
+
+/// The verdict of a ratio interval; `lower_is_better` for latency, not for throughput.
+fn verdict(low: f64, high: f64, min_effect: f64, lower_is_better: bool) -> Verdict {
+    let (better, worse) = if lower_is_better {
+        (Verdict::Faster, Verdict::Slower)
+    } else {
+        (Verdict::Slower, Verdict::Faster)
+    };
+    if high < 1.0 - min_effect {
+        better
+    } else if low > 1.0 + min_effect {
+        worse
+    } else if low >= 1.0 - min_effect && high <= 1.0 + min_effect {
+        Verdict::NoDetectableChange
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+fn not_given(metric: &str, unit: &str, status: DeltaStatus, reason: String) -> MetricDelta {
+    MetricDelta {
+        metric: metric.to_owned(),
+        unit: unit.to_owned(),
+        status,
+        baseline: None,
+        candidate: None,
+        delta: None,
+        ratio: None,
+        ratio_ci_low: None,
+        ratio_ci_high: None,
+        verdict: if status == DeltaStatus::Withheld {
+            Some(Verdict::Withheld)
+        } else {
+            None
+        },
+        reason: Some(reason),
+    }
+}
+
+fn plain_delta(metric: &str, baseline: &MetricResult, candidate: &MetricResult) -> MetricDelta {
+    match (
+        baseline.status,
+        candidate.status,
+        baseline.value,
+        candidate.value,
+    ) {
+        (MetricStatus::Complete, MetricStatus::Complete, Some(base), Some(cand)) => MetricDelta {
+            metric: metric.to_owned(),
+            unit: baseline.unit.clone(),
+            status: DeltaStatus::Complete,
+            baseline: Some(base),
+            candidate: Some(cand),
+            delta: Some(cand - base),
+            ratio: (base != 0.0).then(|| cand / base),
+            ratio_ci_low: None,
+            ratio_ci_high: None,
+            verdict: None,
+            reason: None,
+        },
+        _ => {
+            let weaker = baseline.status.weaker(candidate.status);
+            let status = if weaker == MetricStatus::Partial {
+                DeltaStatus::Partial
+            } else {
+                DeltaStatus::Unavailable
+            };
+            let side = if baseline.status != MetricStatus::Complete {
+                ("baseline", baseline)
+            } else {
+                ("candidate", candidate)
+            };
+            let why = side.1.reason.as_deref().unwrap_or("no value");
+            not_given(
+                metric,
+                &baseline.unit,
+                status,
+                format!("the {} is {}: {why}", side.0, side.1.status.as_str()),
+            )
+        }
+    }
+}
+
+fn context_differences(baseline: &Context, candidate: &Context) -> Vec<String> {
+    let mut differences = Vec::new();
+    let mut note = |name: &str, left: String, right: String| {
+        if left != right {
+            differences.push(format!("{name} ({left} vs {right})"));
+        }
+    };
+    note(
+        "device",
+        format!("{:?}", baseline.device),
+        format!("{:?}", candidate.device),
+    );
+    note(
+        "threads",
+        format!("{:?}", baseline.torch_threads),
+        format!("{:?}", candidate.torch_threads),
+    );
+    note(
+        "dtypes",
+        baseline.dtypes.join(","),
+        candidate.dtypes.join(","),
+    );
+    note(
+        "torch version",
+        format!("{:?}", baseline.torch_version),
+        format!("{:?}", candidate.torch_version),
+    );
+    note(
+        "flags",
+        format!("{:?}", baseline.flags),
+        format!("{:?}", candidate.flags),
+    );
+    differences
+}
+
+fn check_options(options: &CompareOptions) -> Result<(), BenchCompareError> {
+    if !(options.confidence_level > 0.0 && options.confidence_level < 1.0) {
+        return Err(BenchCompareError::InvalidOption(format!(
+            "confidence level must be in (0, 1), got {}",
+            options.confidence_level
+        )));
+    }
+    if options.bootstrap_resamples == 0 {
+        return Err(BenchCompareError::InvalidOption(
+            "bootstrap resamples must be at least 1".to_owned(),
+        ));
+    }
+    if !(options.min_effect.is_finite() && options.min_effect >= 0.0) {
+        return Err(BenchCompareError::InvalidOption(format!(
+            "minimum effect must be finite and >= 0, got {}",
+            options.min_effect
+        )));
+    }
+    Ok(())
+}
+
+/// Compares a candidate benchmark with a baseline, resting on an optional output check.
+pub fn compare_benchmarks(
+    baseline: &BenchmarkReport,
+    candidate: &BenchmarkReport,
+    check: Option<&OutputCheckReport>,
+    options: &CompareOptions,
+) -> Result<BenchmarkComparisonReport, BenchCompareError> {
+    check_options(options)?;
+    let (base_work, cand_work) = (&baseline.workload, &candidate.workload);
+    if base_work.work_unit != cand_work.work_unit || base_work.work_units != cand_work.work_units {
+        return Err(BenchCompareError::DifferentWork {
+            baseline: format!("{} {}", base_work.work_units, base_work.work_unit),
+            candidate: format!("{} {}", cand_work.work_units, cand_work.work_unit),
+        });
+    }
+    let mut diagnostics = Vec::new();
+    let check_summary = match check {
+        None => {
+            diagnostics.push(Diagnostic {
+                code: DiagnosticCode::Unchecked,
+                severity: Severity::Warning,
+                metric: None,
+                message: "no output check was given: the candidate may compute something else; \
+                          pass check=check_outputs(...)"
+                    .to_owned(),
+                path: None,
+                operator: None,
+            });
+            CheckSummary {
+                status: CheckStatus::Unchecked,
+                method: None,
+                rtol: None,
+                atol: None,
+                failed_leaves: 0,
+            }
+        }
+        Some(report) => CheckSummary {
+            status: if report.passed {
+                CheckStatus::Passed
+            } else {
+                CheckStatus::Failed
+            },
+            method: Some(report.method.clone()),
+            rtol: Some(report.rtol),
+            atol: Some(report.atol),
+            failed_leaves: report.leaves.iter().filter(|leaf| !leaf.passed).count() as u64,
+        },
+    };
+    let differences = context_differences(&baseline.context, &candidate.context);
+    if !differences.is_empty() {
+        diagnostics.push(Diagnostic {
+            code: DiagnosticCode::ContextMismatch,
+            severity: Severity::Warning,
+            metric: None,
+            message: format!(
+                "the reports differ in {}: deltas may reflect the setting, not the change",
+                differences.join(", ")
+            ),
+            path: None,
+            operator: None,
+        });
+    }
+    let throughput_unit = format!("{}/s", base_work.work_unit);
+    let names: [(&str, &MetricResult, &MetricResult); 6] = [
+        (
+            "latency",
+            &baseline.metrics.latency,
+            &candidate.metrics.latency,
+        ),
+        (
+            "throughput",
+            &baseline.metrics.throughput,
+            &candidate.metrics.throughput,
+        ),
+        (
+            "first_call",
+            &baseline.metrics.first_call,
+            &candidate.metrics.first_call,
+        ),
+        (
+            "operator_flops",
+            &baseline.metrics.operator_flops,
+            &candidate.metrics.operator_flops,
+        ),
+        (
+            "tensor_memory_peak",
+            &baseline.metrics.tensor_memory_peak,
+            &candidate.metrics.tensor_memory_peak,
+        ),
+        (
+            "process_rss_peak",
+            &baseline.metrics.process_rss_peak,
+            &candidate.metrics.process_rss_peak,
+        ),
+    ];
+    let failed = check_summary.status == CheckStatus::Failed;
+    let mut deltas = Vec::new();
+    let mut overall = Verdict::Inconclusive;
+    let mut rng = SplitMix64(options.seed);
+    let samples = (block_means(baseline), block_means(candidate));
+    for (metric, base, cand) in names {
+        if failed {
+            deltas.push(not_given(
+                metric,
+                &base.unit,
+                DeltaStatus::Withheld,
+                "the output check failed: the candidate does not compute the same outputs"
+                    .to_owned(),
+            ));
+            continue;
+        }
+        let mut delta = plain_delta(metric, base, cand);
+        if delta.status == DeltaStatus::Complete
+            && (metric == "latency" || metric == "throughput")
+            && let (Some(base_means), Some(cand_means)) = (&samples.0, &samples.1)
+        {
+            let interval = if metric == "latency" {
+                ratio_interval(
+                    base_means,
+                    cand_means,
+                    |v| stats::median(v).ok(),
+                    options,
+                    &mut rng,
+                )
+            } else {
+                // Throughput is proportional to calls / time: the inverse of the mean per call.
+                ratio_interval(
+                    base_means,
+                    cand_means,
+                    |v| stats::mean(v).ok().filter(|m| *m > 0.0).map(|m| 1.0 / m),
+                    options,
+                    &mut rng,
+                )
+            };
+            if let Some((low, high)) = interval {
+                delta.ratio_ci_low = Some(low);
+                delta.ratio_ci_high = Some(high);
+                let found = verdict(low, high, options.min_effect, metric == "latency");
+                delta.verdict = Some(found);
+                if metric == "latency" {
+                    overall = found;
+                }
+            }
+        }
+        if metric == "throughput" {
+            delta.unit = throughput_unit.clone();
+        }
+        deltas.push(delta);
+    }
+    if failed {
+        overall = Verdict::Withheld;
+        diagnostics.push(Diagnostic {
+            code: DiagnosticCode::OutputCheckFailed,
+            severity: Severity::Error,
+            metric: None,
+            message: format!(
+                "the output check failed ({} leaf/leaves): every delta is withheld",
+                check_summary.failed_leaves
+            ),
+            path: None,
+            operator: None,
+        });
+    }
+    Ok(BenchmarkComparisonReport {
+        schema_version: SchemaVersionV1,
+        kind: BenchmarkComparisonKind::Tag,
+        context: Context {
+            torchscan_version: crate::VERSION.to_owned(),
+            ..Context::default()
+        },
+        diagnostics,
+        check: check_summary,
+        baseline: ComparedSide {
+            workload: baseline.workload.name.clone(),
+            context: baseline.context.clone(),
+        },
+        candidate: ComparedSide {
+            workload: candidate.workload.name.clone(),
+            context: candidate.context.clone(),
+        },
+        work_unit: base_work.work_unit.clone(),
+        settings: ComparisonSettings {
+            confidence_level: options.confidence_level,
+            bootstrap_resamples: options.bootstrap_resamples,
+            seed: options.seed,
+            min_effect: options.min_effect,
+        },
+        verdict: overall,
+        deltas,
+    })
+}
+
+/// Why a JSON comparison produced no report.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BenchCompareFailure {
+    /// An input is not a valid report of the expected kind; paths are prefixed by the side.
+    Invalid(Vec<crate::Problem>),
+    /// The reports cannot be compared.
+    Refused(BenchCompareError),
+    /// The comparison produced an invalid report: a bug, reported rather than returned.
+    Internal(Vec<crate::Problem>),
+}
+
+fn read_side<T>(
+    side: &str,
+    text: &str,
+    pick: impl Fn(crate::Report) -> Option<T>,
+    kind: &str,
+) -> Result<T, BenchCompareFailure> {
+    let prefix = |problems: Vec<crate::Problem>| {
+        problems
+            .into_iter()
+            .map(|p| crate::Problem::new(format!("{side}:{}", p.path), p.message))
+            .collect::<Vec<_>>()
+    };
+    let report = crate::read_report(text)
+        .map_err(|problems| BenchCompareFailure::Invalid(prefix(problems)))?;
+    let found = report.kind().as_str();
+    pick(report).ok_or_else(|| {
+        BenchCompareFailure::Invalid(vec![crate::Problem::new(
+            format!("{side}:$.kind"),
+            format!("expected a `{kind}` report, found `{found}`"),
+        )])
+    })
+}
+
+/// Reads, validates and compares benchmark reports given as JSON text; returns pretty JSON.
+pub fn compare_benchmarks_json(
+    baseline: &str,
+    candidate: &str,
+    check: Option<&str>,
+    options: &CompareOptions,
+) -> Result<String, BenchCompareFailure> {
+    let benchmark = |report: crate::Report| match report {
+        crate::Report::Benchmark(inner) => Some(*inner),
+        _ => None,
+    };
+    let baseline = read_side("baseline", baseline, benchmark, "benchmark")?;
+    let candidate = read_side("candidate", candidate, benchmark, "benchmark")?;
+    let check = match check {
+        None => None,
+        Some(text) => Some(read_side(
+            "check",
+            text,
+            |report| match report {
+                crate::Report::OutputCheck(inner) => Some(*inner),
+                _ => None,
+            },
+            "output_check",
+        )?),
+    };
+    let report = compare_benchmarks(&baseline, &candidate, check.as_ref(), options)
+        .map_err(BenchCompareFailure::Refused)?;
+    let wrapped = crate::Report::BenchmarkComparison(Box::new(report));
+    let problems = crate::validate::check_report(&wrapped);
+    if !problems.is_empty() {
+        return Err(BenchCompareFailure::Internal(problems));
+    }
+    Ok(crate::to_json_text(&wrapped))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn verdicts_use_significance_and_effect_size() {
+        assert_eq!(verdict(0.80, 0.90, 0.02, true), Verdict::Faster);
+        assert_eq!(verdict(1.05, 1.10, 0.02, true), Verdict::Slower);
+        assert_eq!(verdict(0.99, 1.01, 0.02, true), Verdict::NoDetectableChange);
+        assert_eq!(verdict(0.95, 1.05, 0.02, true), Verdict::Inconclusive);
+        // A significant change smaller than the minimum effect is no detectable change.
+        assert_eq!(
+            verdict(1.005, 1.01, 0.02, true),
+            Verdict::NoDetectableChange
+        );
+        assert_eq!(verdict(1.05, 1.10, 0.02, false), Verdict::Faster);
+    }
+
+    #[test]
+    fn the_generator_is_deterministic() {
+        let mut first = SplitMix64(7);
+        let mut second = SplitMix64(7);
+        let a: Vec<u64> = (0..5).map(|_| first.next_u64()).collect();
+        let b: Vec<u64> = (0..5).map(|_| second.next_u64()).collect();
+        assert_eq!(a, b);
+        assert_ne!(SplitMix64(8).next_u64(), a[0]);
+    }
+}

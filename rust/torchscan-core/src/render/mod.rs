@@ -1,0 +1,1040 @@
+//! The HTML page of every report kind: one self-contained file (inline CSS, no script, no
+//! external request), light and dark, printable.
+//!
+//! The page is rendered with minijinja from templates embedded at compile time. Every string of
+//! the report reaches the page through HTML autoescape (the templates are named `*.html.j2`);
+//! numbers are formatted here, in Rust, exactly as the text summary formats them.
+
+use std::fmt;
+use std::fmt::Write as _;
+
+use minijinja::value::Serde;
+use minijinja::{Environment, UndefinedBehavior, Value};
+use serde::Serialize;
+
+use crate::problem::Problem;
+use crate::read::read_report;
+use crate::schema::Report;
+use crate::schema::analysis::AnalysisReport;
+use crate::schema::benchmark::BenchmarkReport;
+use crate::schema::common::{Context, Diagnostic, MetricResult, MetricStatus, ValueMeta};
+use crate::schema::comparison::{BenchmarkComparisonReport, CheckStatus, DeltaStatus, Verdict};
+use crate::schema::diff::ReportDiffReport;
+use crate::schema::flops::{FlopReport, OperatorFlops};
+use crate::schema::output_check::OutputCheckReport;
+use crate::schema::peak_memory::PeakMemoryReport;
+use crate::stats;
+use crate::summary::{format_metric, group_thousands};
+
+const PAGE_TEMPLATE: &str = "page.html.j2";
+const PAGE_SOURCE: &str = include_str!("templates/page.html.j2");
+
+/// A page that could not be rendered: a template error (a bug of torchscan, never of the report).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderError {
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+impl fmt::Display for RenderError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot render the HTML page: {}", self.message)
+    }
+}
+
+impl std::error::Error for RenderError {}
+
+impl From<minijinja::Error> for RenderError {
+    fn from(error: minijinja::Error) -> Self {
+        RenderError {
+            message: error.to_string(),
+        }
+    }
+}
+
+/// Report JSON that gave no page: invalid input, or a rendering error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RenderFailure {
+    /// The report failed validation; every problem with its JSON path.
+    Invalid(Vec<Problem>),
+    /// The valid report could not be rendered (a bug).
+    Render(RenderError),
+}
+
+impl RenderFailure {
+    /// The validation problems (empty for a rendering error).
+    pub fn problems(&self) -> &[Problem] {
+        match self {
+            RenderFailure::Invalid(problems) => problems,
+            RenderFailure::Render(_) => &[],
+        }
+    }
+}
+
+impl fmt::Display for RenderFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RenderFailure::Invalid(problems) => {
+                write!(f, "invalid report: {} problem(s)", problems.len())
+            }
+            RenderFailure::Render(error) => error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RenderFailure {}
+
+/// Validates report JSON text and renders its HTML page.
+pub fn render_report_json(text: &str) -> Result<String, RenderFailure> {
+    let report = read_report(text).map_err(RenderFailure::Invalid)?;
+    render_html(&report).map_err(RenderFailure::Render)
+}
+
+/// The self-contained HTML page of a report: the same report always gives the same bytes.
+pub fn render_html(report: &Report) -> Result<String, RenderError> {
+    let page = build_page(report);
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.add_template(PAGE_TEMPLATE, PAGE_SOURCE)?;
+    let template = env.get_template(PAGE_TEMPLATE)?;
+    let mut html = template.render(Value::from(Serde(&page)))?;
+    if !html.ends_with('\n') {
+        html.push('\n');
+    }
+    Ok(html)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The page model: display strings only, prepared here.
+
+#[derive(Debug, Default, Serialize)]
+struct Page {
+    kind: String,
+    title: String,
+    context: Vec<Fact>,
+    banner: Option<Banner>,
+    sections: Vec<Section>,
+    diagnostics: Vec<DiagnosticRow>,
+}
+
+#[derive(Debug, Serialize)]
+struct Fact {
+    label: String,
+    value: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Banner {
+    tone: &'static str,
+    text: String,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Section {
+    title: String,
+    note: Option<String>,
+    facts: Vec<Fact>,
+    cards: Vec<Card>,
+    chart: Option<Chart>,
+    table: Option<Table>,
+}
+
+#[derive(Debug, Serialize)]
+struct Card {
+    label: String,
+    status: &'static str,
+    value: String,
+    reason: Option<String>,
+    method: String,
+    scope: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Table {
+    columns: Vec<&'static str>,
+    numeric: Vec<bool>,
+    rows: Vec<Row>,
+}
+
+#[derive(Debug, Serialize)]
+struct Row {
+    /// Indentation of the first cell, in em.
+    indent: u64,
+    cells: Vec<String>,
+    /// A share bar after the last cell, as a CSS width percentage.
+    bar: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Chart {
+    width: u32,
+    height: u32,
+    points: Vec<Point>,
+    median_y: String,
+    q1_y: String,
+    q3_y: String,
+    iqr_height: String,
+    labels: Vec<AxisLabel>,
+    caption: String,
+}
+
+#[derive(Debug, Serialize)]
+struct Point {
+    x: String,
+    y: String,
+}
+
+#[derive(Debug, Serialize)]
+struct AxisLabel {
+    y: String,
+    text: String,
+}
+
+#[derive(Debug, Serialize)]
+struct DiagnosticRow {
+    severity: &'static str,
+    code: String,
+    message: String,
+    metric: Option<String>,
+    path: Option<String>,
+    operator: Option<String>,
+}
+
+fn fact(label: &str, value: impl Into<String>) -> Fact {
+    Fact {
+        label: label.to_owned(),
+        value: value.into(),
+    }
+}
+
+/// A number in the unit's display form (ms, MiB, grouped thousands), as the text summary shows it.
+fn display_number(value: f64, unit: &str) -> String {
+    format_metric(&MetricResult::complete(value, unit, "", ""))
+}
+
+fn count(value: u64) -> String {
+    group_thousands(value as f64, 0)
+}
+
+fn optional_number(value: Option<f64>, unit: &str) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| display_number(v, unit))
+}
+
+fn card(label: &str, metric: &MetricResult) -> Card {
+    let (value, reason) = match (metric.status, metric.value, metric.known_value) {
+        (MetricStatus::Complete, Some(value), _) => {
+            (display_number(value, &metric.unit), metric.reason.clone())
+        }
+        (MetricStatus::Partial, _, Some(known)) => (
+            format!("at least {}", display_number(known, &metric.unit)),
+            metric.reason.clone(),
+        ),
+        (status, _, _) => (status.as_str().to_owned(), metric.reason.clone()),
+    };
+    Card {
+        label: label.to_owned(),
+        status: metric.status.as_str(),
+        value,
+        reason,
+        method: metric.method.clone(),
+        scope: metric.scope.clone(),
+    }
+}
+
+fn snake_name<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+fn display_path(path: &str) -> String {
+    if path.is_empty() {
+        "(root)".to_owned()
+    } else {
+        path.to_owned()
+    }
+}
+
+fn shape_text(meta: &ValueMeta) -> String {
+    fn join<I: Iterator<Item = String>>(items: I) -> String {
+        items.collect::<Vec<_>>().join(", ")
+    }
+    match meta {
+        ValueMeta::Tensor(tensor) => format!("[{}]", join(tensor.shape.iter().map(u64::to_string))),
+        ValueMeta::Tuple(seq) => format!("({})", join(seq.items.iter().map(shape_text))),
+        ValueMeta::List(seq) => format!("[{}]", join(seq.items.iter().map(shape_text))),
+        ValueMeta::Dict(mapping) => format!(
+            "{{{}}}",
+            join(
+                mapping
+                    .entries
+                    .iter()
+                    .map(|e| format!("{}: {}", e.name, shape_text(&e.value)))
+            )
+        ),
+        ValueMeta::Dataclass(record) | ValueMeta::NamedTuple(record) => format!(
+            "{}({})",
+            record.type_name,
+            join(
+                record
+                    .fields
+                    .iter()
+                    .map(|f| format!("{}={}", f.name, shape_text(&f.value)))
+            )
+        ),
+        ValueMeta::None(_) => "None".to_owned(),
+        ValueMeta::Scalar(t) | ValueMeta::Other(t) => t.type_name.clone(),
+    }
+}
+
+fn context_facts(context: &Context) -> Vec<Fact> {
+    let unknown = |value: &Option<String>| value.clone().unwrap_or_else(|| "unknown".to_owned());
+    let mut facts = vec![
+        fact("Device", unknown(&context.device)),
+        fact("Device name", unknown(&context.device_name)),
+        fact(
+            "Threads",
+            context
+                .torch_threads
+                .map_or_else(|| "unknown".to_owned(), |t| t.to_string()),
+        ),
+        fact("torch", unknown(&context.torch_version)),
+        fact("Python", unknown(&context.python_version)),
+        fact("torchscan", context.torchscan_version.clone()),
+    ];
+    if let Some(model_type) = &context.model_type {
+        facts.push(fact("Model", model_type.clone()));
+    }
+    if let Some(platform) = &context.platform {
+        facts.push(fact("Platform", platform.clone()));
+    }
+    if !context.dtypes.is_empty() {
+        facts.push(fact("dtypes", context.dtypes.join(", ")));
+    }
+    facts
+}
+
+fn diagnostic_rows(diagnostics: &[Diagnostic]) -> Vec<DiagnosticRow> {
+    diagnostics
+        .iter()
+        .map(|d| DiagnosticRow {
+            severity: d.severity.as_str(),
+            code: snake_name(&d.code),
+            message: d.message.clone(),
+            metric: d.metric.clone(),
+            path: d.path.as_deref().map(display_path),
+            operator: d.operator.clone(),
+        })
+        .collect()
+}
+
+fn build_page(report: &Report) -> Page {
+    let kind = report.kind().as_str();
+    let mut page = Page {
+        kind: kind.to_owned(),
+        title: format!("torchscan {kind} report"),
+        context: context_facts(report.context()),
+        diagnostics: diagnostic_rows(report.diagnostics()),
+        ..Page::default()
+    };
+    match report {
+        Report::Analysis(r) => analysis_page(&mut page, r),
+        Report::Flops(r) => flops_page(&mut page, r),
+        Report::Benchmark(r) => benchmark_page(&mut page, r),
+        Report::PeakMemory(r) => peak_memory_page(&mut page, r),
+        Report::OutputCheck(r) => output_check_page(&mut page, r),
+        Report::BenchmarkComparison(r) => comparison_page(&mut page, r),
+        Report::ReportDiff(r) => diff_page(&mut page, r),
+    }
+    page
+}
+
+fn operator_flops_section(title: &str, flops: &OperatorFlops) -> Vec<Section> {
+    let mut rows = Vec::new();
+    for op in &flops.counted {
+        rows.push(Row {
+            indent: 0,
+            cells: vec![
+                op.operator.clone(),
+                "counted".to_owned(),
+                count(op.calls),
+                display_number(op.flops, "FLOPs"),
+            ],
+            bar: None,
+        });
+    }
+    for op in &flops.excluded {
+        rows.push(Row {
+            indent: 0,
+            cells: vec![
+                op.operator.clone(),
+                format!("excluded ({})", snake_name(&op.class)),
+                count(op.calls),
+                "-".to_owned(),
+            ],
+            bar: None,
+        });
+    }
+    for op in &flops.uncounted {
+        rows.push(Row {
+            indent: 0,
+            cells: vec![
+                op.operator.clone(),
+                "uncounted".to_owned(),
+                count(op.calls),
+                "-".to_owned(),
+            ],
+            bar: None,
+        });
+    }
+    let mut sections = vec![Section {
+        title: title.to_owned(),
+        cards: vec![card("Operator FLOPs", &flops.total)],
+        table: Some(Table {
+            columns: vec!["Operator", "Accounting", "Calls", "FLOPs"],
+            numeric: vec![false, false, true, true],
+            rows,
+        }),
+        ..Section::default()
+    }];
+    if !flops.by_module.is_empty() {
+        sections.push(Section {
+            title: "Operator FLOPs by module".to_owned(),
+            table: Some(Table {
+                columns: vec!["Module", "Status", "FLOPs"],
+                numeric: vec![false, false, true],
+                rows: flops
+                    .by_module
+                    .iter()
+                    .map(|m| Row {
+                        indent: 0,
+                        cells: vec![
+                            display_path(&m.path),
+                            m.flops.status.as_str().to_owned(),
+                            format_metric(&m.flops),
+                        ],
+                        bar: None,
+                    })
+                    .collect(),
+            }),
+            ..Section::default()
+        });
+    }
+    sections
+}
+
+fn metric_cell(metric: &MetricResult) -> String {
+    match (metric.status, metric.value, metric.known_value) {
+        (MetricStatus::Complete, Some(v), _) => display_number(v, &metric.unit),
+        (MetricStatus::Partial, _, Some(k)) => format!(">= {}", display_number(k, &metric.unit)),
+        _ => "-".to_owned(),
+    }
+}
+
+fn analysis_page(page: &mut Page, report: &AnalysisReport) {
+    let t = &report.totals;
+    page.sections.push(Section {
+        title: "Totals".to_owned(),
+        facts: vec![
+            fact("Mode", snake_name(&report.mode)),
+            fact("Parameters", count(t.parameters)),
+            fact("Trainable parameters", count(t.trainable_parameters)),
+            fact("Frozen parameters", count(t.frozen_parameters)),
+            fact("Buffers", count(t.buffers)),
+            fact("Shared tensors", count(t.shared_tensors)),
+            fact(
+                "Inputs",
+                report
+                    .inputs
+                    .iter()
+                    .map(shape_text)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+        ],
+        cards: vec![
+            card("Parameter memory", &t.parameter_bytes),
+            card("Buffer memory", &t.buffer_bytes),
+            card("Module FLOPs", &t.module_flops),
+            card("Module MACs", &t.module_macs),
+            card("Module DMAs", &t.module_dmas),
+        ],
+        ..Section::default()
+    });
+    let root_flops = t
+        .module_flops
+        .value
+        .or(t.module_flops.known_value)
+        .filter(|v| *v > 0.0);
+    let rows = report
+        .layers
+        .iter()
+        .map(|layer| {
+            let share = root_flops.and_then(|root| {
+                layer
+                    .flops
+                    .value
+                    .or(layer.flops.known_value)
+                    .map(|v| (v / root * 100.0).clamp(0.0, 100.0))
+            });
+            Row {
+                indent: layer.depth,
+                cells: vec![
+                    display_path(&layer.path),
+                    layer.type_name.clone(),
+                    shape_text(&layer.output),
+                    count(layer.parameters),
+                    metric_cell(&layer.flops),
+                ],
+                bar: share.map(|s| format!("{s:.1}")),
+            }
+        })
+        .collect();
+    page.sections.push(Section {
+        title: "Layers".to_owned(),
+        note: Some("Share: each layer's module FLOPs against the root's.".to_owned()),
+        table: Some(Table {
+            columns: vec![
+                "Layer",
+                "Type",
+                "Output shape",
+                "Parameters",
+                "FLOPs",
+                "Share",
+            ],
+            numeric: vec![false, false, false, true, true, false],
+            rows,
+        }),
+        ..Section::default()
+    });
+    page.sections.extend(operator_flops_section(
+        "Operator FLOPs",
+        &report.operator_flops,
+    ));
+}
+
+fn flops_page(page: &mut Page, report: &FlopReport) {
+    if let Some(callable) = &report.callable {
+        page.sections.push(Section {
+            title: "Callable".to_owned(),
+            facts: vec![fact("Callable", callable.clone())],
+            ..Section::default()
+        });
+    }
+    page.sections.extend(operator_flops_section(
+        "Operator FLOPs",
+        &report.operator_flops,
+    ));
+}
+
+fn coordinate(value: f64) -> String {
+    format!("{value:.1}")
+}
+
+fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
+    let timing = report.timing.as_ref()?;
+    if timing.calls_per_block == 0 || timing.block_durations_s.is_empty() {
+        return None;
+    }
+    let per_call: Vec<f64> = timing
+        .block_durations_s
+        .iter()
+        .map(|d| d / timing.calls_per_block as f64)
+        .collect();
+    let [q1, median, q3] = stats::quartiles(&per_call).ok()?;
+    let low = stats::min(&per_call).ok()?;
+    let high = stats::max(&per_call).ok()?;
+    let (width, height) = (640u32, 200u32);
+    let (left, right, top, bottom) = (90.0, 10.0, 10.0, 10.0);
+    let span = if high > low {
+        high - low
+    } else {
+        high.abs().max(1e-12)
+    };
+    let (low, high) = (low - span * 0.05, high + span * 0.05);
+    let plot_height = f64::from(height) - top - bottom;
+    let y_of = |v: f64| top + (high - v) / (high - low) * plot_height;
+    let plot_width = f64::from(width) - left - right;
+    let n = per_call.len();
+    let x_of = |i: usize| {
+        if n == 1 {
+            left + plot_width / 2.0
+        } else {
+            left + plot_width * i as f64 / (n - 1) as f64
+        }
+    };
+    let points = per_call
+        .iter()
+        .enumerate()
+        .map(|(i, v)| Point {
+            x: coordinate(x_of(i)),
+            y: coordinate(y_of(*v)),
+        })
+        .collect();
+    let labels = [("median", median), ("Q3", q3), ("Q1", q1)]
+        .into_iter()
+        .map(|(name, v)| AxisLabel {
+            y: coordinate(y_of(v)),
+            text: format!("{name} {}", display_number(v, "s")),
+        })
+        .collect();
+    Some(Chart {
+        width,
+        height,
+        points,
+        median_y: coordinate(y_of(median)),
+        q1_y: coordinate(y_of(q3)),
+        q3_y: coordinate(y_of(q1)),
+        iqr_height: coordinate((y_of(q1) - y_of(q3)).max(0.0)),
+        labels,
+        caption: format!(
+            "{} timed blocks of {} calls: per-call mean of each block; median {}, IQR {} to {}",
+            count(n as u64),
+            count(timing.calls_per_block),
+            display_number(median, "s"),
+            display_number(q1, "s"),
+            display_number(q3, "s"),
+        ),
+    })
+}
+
+fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
+    let m = &report.metrics;
+    let w = &report.workload;
+    let mut facts = vec![];
+    if let Some(name) = &w.name {
+        facts.push(fact("Workload", name.clone()));
+    }
+    facts.push(fact(
+        "Work per call",
+        format!("{} {}", group_thousands(w.work_units, 3), w.work_unit),
+    ));
+    facts.push(fact(
+        "Passes",
+        report
+            .settings
+            .passes
+            .iter()
+            .map(snake_name)
+            .collect::<Vec<_>>()
+            .join(", "),
+    ));
+    if let Some(timing) = &report.timing {
+        facts.push(fact("Warm-up calls", count(timing.warmup_calls)));
+        facts.push(fact("Calls per block", count(timing.calls_per_block)));
+        facts.push(fact(
+            "Timer overhead",
+            display_number(timing.timer_overhead_s, "s"),
+        ));
+    }
+    page.sections.push(Section {
+        title: "Latency".to_owned(),
+        facts,
+        cards: vec![
+            card("First call", &m.first_call),
+            card("Latency (block median)", &m.latency),
+            card("Latency IQR", &m.latency_iqr),
+            card("Throughput", &m.throughput),
+        ],
+        chart: timing_chart(report),
+        ..Section::default()
+    });
+    page.sections.push(Section {
+        title: "Memory".to_owned(),
+        note: Some("Each scope is measured on its own; they are never summed.".to_owned()),
+        cards: vec![
+            card("PyTorch peak memory", &m.tensor_memory_peak),
+            card("Allocator reserved peak", &m.allocator_reserved_peak),
+            card("Process peak RSS", &m.process_rss_peak),
+            card("Workload peak RSS", &m.process_rss_workload_peak),
+            card("Baseline RSS after set-up", &m.process_rss_baseline),
+        ],
+        ..Section::default()
+    });
+    match &report.operator_flops {
+        Some(flops) => page
+            .sections
+            .extend(operator_flops_section("Operator FLOPs", flops)),
+        None => page.sections.push(Section {
+            title: "Operator FLOPs".to_owned(),
+            cards: vec![card("Operator FLOPs", &m.operator_flops)],
+            ..Section::default()
+        }),
+    }
+    let p = &report.profiler;
+    page.sections.push(Section {
+        title: "Profiler".to_owned(),
+        note: Some("A separate instrumented pass; times include instrumentation.".to_owned()),
+        facts: vec![
+            fact("Status", p.status.as_str()),
+            fact("Reason", p.reason.clone().unwrap_or_else(|| "-".to_owned())),
+            fact("Method", p.method.clone()),
+            fact("Scope", p.scope.clone()),
+            fact("Calls", p.calls.map_or_else(|| "-".to_owned(), count)),
+        ],
+        table: (!p.top_operators.is_empty()).then(|| Table {
+            columns: vec!["Operator", "Calls", "Self time", "Total time"],
+            numeric: vec![false, true, true, true],
+            rows: p
+                .top_operators
+                .iter()
+                .map(|op| Row {
+                    indent: 0,
+                    cells: vec![
+                        op.operator.clone(),
+                        count(op.calls),
+                        display_number(op.self_time_s, "s"),
+                        display_number(op.total_time_s, "s"),
+                    ],
+                    bar: None,
+                })
+                .collect(),
+        }),
+        ..Section::default()
+    });
+}
+
+fn peak_memory_page(page: &mut Page, report: &PeakMemoryReport) {
+    page.sections.push(Section {
+        title: "Peak memory".to_owned(),
+        note: Some("Each scope is measured on its own; they are never summed.".to_owned()),
+        facts: report
+            .callable
+            .iter()
+            .map(|c| fact("Callable", c.clone()))
+            .collect(),
+        cards: vec![
+            card("PyTorch peak memory", &report.tensor_memory_peak),
+            card("Baseline at start", &report.baseline),
+            card("Allocator reserved peak", &report.allocator_reserved_peak),
+        ],
+        ..Section::default()
+    });
+}
+
+fn optional_error(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.3e}"))
+}
+
+fn output_check_page(page: &mut Page, report: &OutputCheckReport) {
+    page.banner = Some(if report.passed {
+        Banner {
+            tone: "good",
+            text: "Outputs match".to_owned(),
+        }
+    } else {
+        Banner {
+            tone: "bad",
+            text: "Outputs differ".to_owned(),
+        }
+    });
+    page.sections.push(Section {
+        title: "Check".to_owned(),
+        facts: vec![
+            fact("Passed", report.passed.to_string()),
+            fact("Method", report.method.clone()),
+            fact("rtol", format!("{:e}", report.rtol)),
+            fact("atol", format!("{:e}", report.atol)),
+            fact("equal_nan", report.equal_nan.to_string()),
+            fact("Structure matches", report.structure_matches.to_string()),
+        ],
+        ..Section::default()
+    });
+    if !report.structure_differences.is_empty() {
+        page.sections.push(Section {
+            title: "Structure differences".to_owned(),
+            table: Some(Table {
+                columns: vec!["Path", "Baseline", "Candidate"],
+                numeric: vec![false, false, false],
+                rows: report
+                    .structure_differences
+                    .iter()
+                    .map(|d| Row {
+                        indent: 0,
+                        cells: vec![d.path.clone(), d.baseline.clone(), d.candidate.clone()],
+                        bar: None,
+                    })
+                    .collect(),
+            }),
+            ..Section::default()
+        });
+    }
+    let tensor = |t: &crate::schema::common::TensorMeta| {
+        format!(
+            "{} {} {}",
+            shape_text(&ValueMeta::Tensor(t.clone())),
+            t.dtype,
+            t.device
+        )
+    };
+    page.sections.push(Section {
+        title: "Leaves".to_owned(),
+        table: Some(Table {
+            columns: vec![
+                "Path",
+                "Result",
+                "Baseline",
+                "Candidate",
+                "Mismatched",
+                "Max abs error",
+                "Max rel error",
+            ],
+            numeric: vec![false, false, false, false, true, true, true],
+            rows: report
+                .leaves
+                .iter()
+                .map(|leaf| Row {
+                    indent: 0,
+                    cells: vec![
+                        leaf.path.clone(),
+                        if leaf.passed { "passed" } else { "failed" }.to_owned(),
+                        tensor(&leaf.baseline),
+                        tensor(&leaf.candidate),
+                        format!(
+                            "{} of {}",
+                            count(leaf.mismatched_elements),
+                            count(leaf.elements)
+                        ),
+                        optional_error(leaf.max_abs_error),
+                        optional_error(leaf.max_rel_error),
+                    ],
+                    bar: None,
+                })
+                .collect(),
+        }),
+        ..Section::default()
+    });
+}
+
+fn verdict_words(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Faster => "faster",
+        Verdict::Slower => "slower",
+        Verdict::NoDetectableChange => "no detectable change",
+        Verdict::Inconclusive => "inconclusive",
+        Verdict::Withheld => "withheld",
+    }
+}
+
+fn comparison_page(page: &mut Page, report: &BenchmarkComparisonReport) {
+    let check_failed = report.check.status == CheckStatus::Failed;
+    let mut text = format!("Verdict: {}", verdict_words(report.verdict));
+    if check_failed {
+        text.push_str(" (the output check failed: deltas withheld)");
+    }
+    page.banner = Some(Banner {
+        tone: match report.verdict {
+            Verdict::Faster => "good",
+            Verdict::Slower => "bad",
+            Verdict::Withheld => "bad",
+            Verdict::NoDetectableChange | Verdict::Inconclusive => "neutral",
+        },
+        text,
+    });
+    let side = |label: &str, workload: &Option<String>, context: &Context| {
+        fact(
+            label,
+            format!(
+                "{} on {}",
+                workload.clone().unwrap_or_else(|| "a workload".to_owned()),
+                context
+                    .device
+                    .clone()
+                    .unwrap_or_else(|| "unknown device".to_owned())
+            ),
+        )
+    };
+    let s = &report.settings;
+    let c = &report.check;
+    page.sections.push(Section {
+        title: "Comparison".to_owned(),
+        facts: vec![
+            side(
+                "Baseline",
+                &report.baseline.workload,
+                &report.baseline.context,
+            ),
+            side(
+                "Candidate",
+                &report.candidate.workload,
+                &report.candidate.context,
+            ),
+            fact("Work unit", report.work_unit.clone()),
+            fact("Output check", snake_name(&c.status)),
+            fact(
+                "Check method",
+                c.method.clone().unwrap_or_else(|| "-".to_owned()),
+            ),
+            fact("Failed leaves", count(c.failed_leaves)),
+            fact("Confidence level", group_thousands(s.confidence_level, 3)),
+            fact("Bootstrap resamples", count(s.bootstrap_resamples)),
+            fact("Seed", s.seed.to_string()),
+            fact("Minimum effect", group_thousands(s.min_effect, 3)),
+        ],
+        ..Section::default()
+    });
+    let rows = report
+        .deltas
+        .iter()
+        .map(|d| {
+            let withheld = d.status == DeltaStatus::Withheld;
+            let shown = |v: Option<f64>| {
+                if withheld {
+                    "withheld".to_owned()
+                } else {
+                    optional_number(v, &d.unit)
+                }
+            };
+            let ratio = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |r| format!("{r:.3}"));
+            Row {
+                indent: 0,
+                cells: vec![
+                    d.metric.clone(),
+                    snake_name(&d.status),
+                    shown(d.baseline),
+                    shown(d.candidate),
+                    shown(d.delta),
+                    if withheld {
+                        "withheld".to_owned()
+                    } else {
+                        format!(
+                            "{} [{}, {}]",
+                            ratio(d.ratio),
+                            ratio(d.ratio_ci_low),
+                            ratio(d.ratio_ci_high)
+                        )
+                    },
+                    d.verdict
+                        .map_or_else(|| "-".to_owned(), |v| verdict_words(v).to_owned()),
+                    d.reason.clone().unwrap_or_default(),
+                ],
+                bar: None,
+            }
+        })
+        .collect();
+    page.sections.push(Section {
+        title: "Deltas".to_owned(),
+        note: check_failed.then(|| "Deltas withheld: the output check failed.".to_owned()),
+        table: Some(Table {
+            columns: vec![
+                "Metric",
+                "Status",
+                "Baseline",
+                "Candidate",
+                "Delta",
+                "Ratio [CI]",
+                "Verdict",
+                "Reason",
+            ],
+            numeric: vec![false, false, true, true, true, true, false, false],
+            rows,
+        }),
+        ..Section::default()
+    });
+}
+
+fn layer_rows<'a, I>(layers: I) -> Vec<Row>
+where
+    I: Iterator<Item = (&'a str, u64, &'a str, String)>,
+{
+    layers
+        .map(|(path, call_index, type_name, changes)| Row {
+            indent: 0,
+            cells: vec![
+                display_path(path),
+                call_index.to_string(),
+                type_name.to_owned(),
+                changes,
+            ],
+            bar: None,
+        })
+        .collect()
+}
+
+fn diff_page(page: &mut Page, report: &ReportDiffReport) {
+    let model = |m: &Option<String>| m.clone().unwrap_or_else(|| "unknown".to_owned());
+    page.sections.push(Section {
+        title: "Compared analyses".to_owned(),
+        facts: vec![
+            fact("Before", model(&report.before.model_type)),
+            fact("After", model(&report.after.model_type)),
+        ],
+        ..Section::default()
+    });
+    page.sections.push(Section {
+        title: "Totals".to_owned(),
+        table: Some(Table {
+            columns: vec!["Metric", "Status", "Before", "After", "Delta", "Reason"],
+            numeric: vec![false, false, true, true, true, false],
+            rows: report
+                .totals
+                .iter()
+                .map(|t| Row {
+                    indent: 0,
+                    cells: vec![
+                        t.metric.clone(),
+                        t.status.as_str().to_owned(),
+                        optional_number(t.before, &t.unit),
+                        optional_number(t.after, &t.unit),
+                        optional_number(t.delta, &t.unit),
+                        t.reason.clone().unwrap_or_default(),
+                    ],
+                    bar: None,
+                })
+                .collect(),
+        }),
+        ..Section::default()
+    });
+    let columns = vec!["Layer", "Call", "Type", "Changes"];
+    let numeric = vec![false, true, false, false];
+    let sets = [
+        (
+            "Layers added",
+            layer_rows(report.layers_added.iter().map(|l| {
+                (
+                    l.path.as_str(),
+                    l.call_index,
+                    l.type_name.as_str(),
+                    String::new(),
+                )
+            })),
+        ),
+        (
+            "Layers removed",
+            layer_rows(report.layers_removed.iter().map(|l| {
+                (
+                    l.path.as_str(),
+                    l.call_index,
+                    l.type_name.as_str(),
+                    String::new(),
+                )
+            })),
+        ),
+        (
+            "Layers changed",
+            layer_rows(report.layers_changed.iter().map(|l| {
+                let mut changes = String::new();
+                for (i, c) in l.changes.iter().enumerate() {
+                    if i > 0 {
+                        changes.push_str("; ");
+                    }
+                    let _ = write!(changes, "{}: {} -> {}", c.field, c.before, c.after);
+                }
+                (l.path.as_str(), l.call_index, l.type_name.as_str(), changes)
+            })),
+        ),
+    ];
+    for (title, rows) in sets {
+        page.sections.push(Section {
+            title: format!("{title} ({})", rows.len()),
+            table: (!rows.is_empty()).then(|| Table {
+                columns: columns.clone(),
+                numeric: numeric.clone(),
+                rows,
+            }),
+            note: None,
+            ..Section::default()
+        });
+    }
+}

@@ -1,0 +1,139 @@
+//! Benchmark comparisons on the shared fixtures: verdicts, withheld deltas, refusals, determinism.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+use torchscan_core::bench_compare::{BenchCompareFailure, CompareOptions, compare_benchmarks_json};
+use torchscan_core::read_report;
+use torchscan_core::stats::block_timing;
+
+fn fixture(relative: &str) -> String {
+    fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(relative),
+    )
+    .expect("fixture")
+}
+
+fn example() -> String {
+    fixture("python/torchscan/data/example_workload.json")
+}
+
+/// The example workload with every block `factor` times as long, its statistics recomputed.
+fn scaled(factor: f64) -> String {
+    let mut report: Value = serde_json::from_str(&example()).expect("JSON");
+    let blocks: Vec<f64> = report["timing"]["block_durations_s"]
+        .as_array()
+        .expect("blocks")
+        .iter()
+        .map(|v| v.as_f64().expect("number") * factor)
+        .collect();
+    let calls = report["timing"]["calls_per_block"].as_u64().expect("calls");
+    let timing = block_timing(&blocks, calls).expect("timing");
+    report["timing"]["block_durations_s"] = serde_json::json!(blocks);
+    let metrics = &mut report["metrics"];
+    for (key, value) in [
+        ("latency", timing.latency_s),
+        ("latency_iqr", timing.latency_iqr_s),
+        ("throughput", 32.0 * timing.calls as f64 / timing.timed_s),
+    ] {
+        metrics[key]["value"] = serde_json::json!(value);
+        metrics[key]["known_value"] = serde_json::json!(value);
+    }
+    let text = serde_json::to_string(&report).expect("JSON");
+    read_report(&text).expect("the scaled report is valid");
+    text
+}
+
+fn compare(baseline: &str, candidate: &str, check: Option<&str>) -> Value {
+    let text = compare_benchmarks_json(baseline, candidate, check, &CompareOptions::default())
+        .expect("comparable");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+fn delta<'a>(report: &'a Value, metric: &str) -> &'a Value {
+    report["deltas"]
+        .as_array()
+        .expect("deltas")
+        .iter()
+        .find(|d| d["metric"] == metric)
+        .expect("metric compared")
+}
+
+#[test]
+fn a_slower_candidate_is_slower_and_a_faster_one_faster() {
+    let slower = compare(&example(), &scaled(1.2), None);
+    assert_eq!(slower["verdict"], "slower");
+    assert_eq!(delta(&slower, "latency")["verdict"], "slower");
+    assert_eq!(delta(&slower, "throughput")["verdict"], "slower");
+    let low = delta(&slower, "latency")["ratio_ci_low"]
+        .as_f64()
+        .expect("interval");
+    assert!(low > 1.02, "{low}");
+    let faster = compare(&example(), &scaled(0.8), None);
+    assert_eq!(faster["verdict"], "faster");
+    assert_eq!(faster["check"]["status"], "unchecked");
+    let codes: Vec<&str> = faster["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .filter_map(|d| d["code"].as_str())
+        .collect();
+    assert!(codes.contains(&"unchecked"));
+}
+
+#[test]
+fn the_same_report_shows_no_change() {
+    let same = compare(&example(), &example(), None);
+    let latency = delta(&same, "latency");
+    assert_eq!(latency["ratio"], 1.0);
+    assert_ne!(same["verdict"], "faster");
+    assert_ne!(same["verdict"], "slower");
+}
+
+#[test]
+fn a_failed_check_withholds_every_delta() {
+    let failed = fixture("tests/fixtures/reports/output_check_failed.json");
+    let report = compare(&example(), &scaled(1.2), Some(&failed));
+    assert_eq!(report["verdict"], "withheld");
+    for delta in report["deltas"].as_array().expect("deltas") {
+        assert_eq!(delta["status"], "withheld");
+        assert!(delta["delta"].is_null() && delta["ratio"].is_null());
+    }
+    let passed = fixture("tests/fixtures/reports/output_check_passed.json");
+    let report = compare(&example(), &scaled(1.2), Some(&passed));
+    assert_eq!(report["check"]["status"], "passed");
+    assert_eq!(report["verdict"], "slower");
+}
+
+#[test]
+fn results_are_deterministic() {
+    let first =
+        compare_benchmarks_json(&example(), &scaled(1.03), None, &CompareOptions::default());
+    let second =
+        compare_benchmarks_json(&example(), &scaled(1.03), None, &CompareOptions::default());
+    assert_eq!(first, second);
+}
+
+#[test]
+fn different_work_and_wrong_kinds_are_refused() {
+    let mut other: Value = serde_json::from_str(&example()).expect("JSON");
+    other["workload"]["work_unit"] = serde_json::json!("images");
+    other["metrics"]["throughput"]["unit"] = serde_json::json!("images/s");
+    let other = serde_json::to_string(&other).expect("JSON");
+    match compare_benchmarks_json(&example(), &other, None, &CompareOptions::default()) {
+        Err(BenchCompareFailure::Refused(error)) => {
+            assert!(error.to_string().contains("different work"));
+        }
+        outcome => panic!("expected a refusal, got {outcome:?}"),
+    }
+    let analysis = fixture("tests/fixtures/reports/analysis_small_cnn.json");
+    match compare_benchmarks_json(&analysis, &example(), None, &CompareOptions::default()) {
+        Err(BenchCompareFailure::Invalid(problems)) => {
+            assert_eq!(problems[0].path, "baseline:$.kind");
+        }
+        outcome => panic!("expected invalid input, got {outcome:?}"),
+    }
+}

@@ -1,0 +1,77 @@
+"""compare_benchmarks through the binding: verdicts, withheld deltas, refusals, argument checks."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import torchscan
+from torchscan import InvalidArgumentError, ReportComparisonError, compare_benchmarks
+from torchscan.cli import example_report_text
+
+from .conftest import FIXTURES
+
+
+def scaled(factor: float) -> dict:
+    report = json.loads(example_report_text())
+    timing = report["timing"]
+    timing["block_durations_s"] = [d * factor for d in timing["block_durations_s"]]
+    latency, iqr, calls, seconds = torchscan._core.block_timing(
+        timing["block_durations_s"], timing["calls_per_block"]
+    )
+    for key, value in (
+        ("latency", latency),
+        ("latency_iqr", iqr),
+        ("throughput", 32 * calls / seconds),
+    ):
+        report["metrics"][key]["value"] = report["metrics"][key]["known_value"] = value
+    torchscan.validate_report(report)
+    return report
+
+
+def test_slower_candidate_with_a_passing_check() -> None:
+    check = json.loads((FIXTURES / "reports" / "output_check_passed.json").read_text())
+    report = compare_benchmarks(json.loads(example_report_text()), scaled(1.25), check=check)
+    assert report["verdict"] == "slower"
+    assert report["check"]["status"] == "passed"
+    assert torchscan.validate_report(report) == "benchmark_comparison"
+    latency = next(d for d in report["deltas"] if d["metric"] == "latency")
+    assert latency["ratio"] == pytest.approx(1.25)
+    assert latency["ratio_ci_low"] <= 1.25 <= latency["ratio_ci_high"]
+    again = compare_benchmarks(json.loads(example_report_text()), scaled(1.25), check=check)
+    assert again == report
+
+
+def test_failed_check_withholds_deltas_and_no_check_is_unchecked() -> None:
+    failed = json.loads((FIXTURES / "reports" / "output_check_failed.json").read_text())
+    report = compare_benchmarks(example_report_text(), scaled(0.5), check=failed)
+    assert report["verdict"] == "withheld"
+    assert {d["status"] for d in report["deltas"]} == {"withheld"}
+    unchecked = compare_benchmarks(example_report_text(), scaled(0.5))
+    assert unchecked["check"]["status"] == "unchecked"
+    assert unchecked["verdict"] == "faster"
+    assert "unchecked" in [d["code"] for d in unchecked["diagnostics"]]
+
+
+def test_different_work_is_refused() -> None:
+    other = json.loads(example_report_text())
+    other["workload"]["work_units"] = 64
+    other["metrics"]["throughput"]["value"] *= 2
+    other["metrics"]["throughput"]["known_value"] = other["metrics"]["throughput"]["value"]
+    with pytest.raises(ReportComparisonError, match="different work"):
+        compare_benchmarks(example_report_text(), other)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"confidence_level": 1.0},
+        {"bootstrap_resamples": 0},
+        {"min_effect": -0.1},
+        {"seed": -1},
+    ],
+)
+def test_bad_options(kwargs: dict[str, object]) -> None:
+    with pytest.raises(InvalidArgumentError):
+        compare_benchmarks(example_report_text(), example_report_text(), **kwargs)  # type: ignore[arg-type]
