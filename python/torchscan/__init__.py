@@ -20,6 +20,7 @@ from .errors import (
 )
 from .flops import OperatorFlopCounter, measure_flops
 from .memory import TensorMemoryTracker, measure_peak_memory
+from .render import render_report
 from .reports import (
     AnalysisReport,
     BenchmarkComparison,
@@ -73,6 +74,7 @@ __all__ = [
     "measure_flops",
     "measure_peak_memory",
     "measure_workload",
+    "render_report",
     "summary",
     "validate_report",
 ]
