@@ -23,7 +23,10 @@ def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
 
 def test_demo_measures_the_readme_workload_and_says_what_it_ran(tmp_path: Path) -> None:
     target = tmp_path / "workload.json"
-    result = run(sys.executable, "-m", "torchscan", "demo", "--json", str(target))
+    page = tmp_path / "workload.html"
+    result = run(
+        sys.executable, "-m", "torchscan", "demo", "--json", str(target), "--html", str(page)
+    )
     assert result.returncode == 0, result.stderr
     assert "measuring the README workload" in result.stdout
     lines = result.stdout.splitlines()
@@ -34,6 +37,9 @@ def test_demo_measures_the_readme_workload_and_says_what_it_ran(tmp_path: Path) 
     report = json.loads(target.read_text(encoding="utf-8"))
     assert validate_report(report) == "benchmark"
     assert report["metrics"]["tensor_memory_peak"]["value"] == 98_816
+    html = page.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") or html.lower().startswith("<!doctype html>")
+    assert "PyTorch tracked CPU tensors" in html
 
 
 def test_measure_command_writes_a_report(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ def _demo(arguments: argparse.Namespace) -> int:
         "torchscan demo: measuring the README workload, torch.nn.Linear(128, 128) on a "
         "(32, 128) float32 input on cpu, with the default passes (latency, operator FLOPs, "
         "tensor memory); the report goes to "
-        f"{arguments.json}.",
+        f"{arguments.json}" + (f" and its page to {arguments.html}." if arguments.html else "."),
         flush=True,
     )
     threads = torch.get_num_threads()
@@ -60,15 +60,15 @@ def _demo(arguments: argparse.Namespace) -> int:
     finally:
         torch.set_num_threads(threads)
     _write_json(arguments.json, report)
+    if arguments.html:
+        from .render import render_report
+
+        _write_text(arguments.html, render_report(report))
     return 0
 
 
-def _write_json(path: str, report: Any) -> None:
-    """Write a report atomically: a temporary file in the same folder, then a rename."""
-    text = json.dumps(report, indent=2) + "\n"
-    if path == "-":
-        sys.stdout.write(text)
-        return
+def _write_text(path: str, text: str) -> None:
+    """Write text atomically: a temporary file in the same folder, then a rename."""
     target = Path(path)
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
@@ -77,6 +77,15 @@ def _write_json(path: str, report: Any) -> None:
     finally:
         if temporary.exists():
             temporary.unlink()
+
+
+def _write_json(path: str, report: Any) -> None:
+    """Write a report atomically: a temporary file in the same folder, then a rename."""
+    text = json.dumps(report, indent=2) + "\n"
+    if path == "-":
+        sys.stdout.write(text)
+        return
+    _write_text(path, text)
 
 
 def _load_reference(reference: str) -> Any:
@@ -144,6 +153,9 @@ def _parser() -> argparse.ArgumentParser:
         "demo", help="measure the README workload and write its report (workload.json)"
     )
     demo.add_argument("--json", default="workload.json", help="where to write the report")
+    demo.add_argument(
+        "--html", default="workload.html", help="where to write its HTML page ('' for none)"
+    )
     demo.set_defaults(handler=_demo)
     measure = commands.add_parser(
         "measure",
