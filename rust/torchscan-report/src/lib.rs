@@ -277,23 +277,7 @@ fn diff(
         DiffFormat::Text => format_summary(&report),
         DiffFormat::Json => to_json_text(&report),
     };
-    match output.filter(|path| !is_stdin(path)) {
-        None => {
-            stdout.write_all(text.as_bytes())?;
-            Ok(EXIT_OK)
-        }
-        Some(path) => match write_atomically(path, &text) {
-            Ok(()) => Ok(EXIT_OK),
-            Err(error) => {
-                writeln!(
-                    stderr,
-                    "torchscan-report: cannot write {}: {error}",
-                    path.display()
-                )?;
-                Ok(EXIT_USAGE)
-            }
-        },
-    }
+    write_output(&text, output, stdout, stderr)
 }
 
 fn write_output(

@@ -24,7 +24,7 @@ use crate::schema::flops::{FlopReport, OperatorFlops};
 use crate::schema::output_check::OutputCheckReport;
 use crate::schema::peak_memory::PeakMemoryReport;
 use crate::stats;
-use crate::summary::{format_metric, group_thousands};
+use crate::summary::{format_metric, group_thousands, shape_text};
 
 const PAGE_TEMPLATE: &str = "page.html.j2";
 const PAGE_SOURCE: &str = include_str!("templates/page.html.j2");
@@ -253,38 +253,6 @@ fn display_path(path: &str) -> String {
         "(root)".to_owned()
     } else {
         path.to_owned()
-    }
-}
-
-fn shape_text(meta: &ValueMeta) -> String {
-    fn join<I: Iterator<Item = String>>(items: I) -> String {
-        items.collect::<Vec<_>>().join(", ")
-    }
-    match meta {
-        ValueMeta::Tensor(tensor) => format!("[{}]", join(tensor.shape.iter().map(u64::to_string))),
-        ValueMeta::Tuple(seq) => format!("({})", join(seq.items.iter().map(shape_text))),
-        ValueMeta::List(seq) => format!("[{}]", join(seq.items.iter().map(shape_text))),
-        ValueMeta::Dict(mapping) => format!(
-            "{{{}}}",
-            join(
-                mapping
-                    .entries
-                    .iter()
-                    .map(|e| format!("{}: {}", e.name, shape_text(&e.value)))
-            )
-        ),
-        ValueMeta::Dataclass(record) | ValueMeta::NamedTuple(record) => format!(
-            "{}({})",
-            record.type_name,
-            join(
-                record
-                    .fields
-                    .iter()
-                    .map(|f| format!("{}={}", f.name, shape_text(&f.value)))
-            )
-        ),
-        ValueMeta::None(_) => "None".to_owned(),
-        ValueMeta::Scalar(t) | ValueMeta::Other(t) => t.type_name.clone(),
     }
 }
 

@@ -8,7 +8,8 @@ use crate::schema::analysis::AnalysisReport;
 use crate::schema::common::{MetricResult, MetricStatus, ValueMeta};
 use crate::schema::flops::{FlopReport, OperatorFlops};
 
-fn shape_text(meta: &ValueMeta) -> String {
+/// The shapes of a value as text: `[1, 8, 30, 30]`, `([2], None)`, ...
+pub(crate) fn shape_text(meta: &ValueMeta) -> String {
     match meta {
         ValueMeta::Tensor(tensor) => format!(
             "[{}]",

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use crate::schema::Report;
 
 mod analysis;
+pub(crate) use analysis::shape_text;
 mod benchmark;
 mod compare;
 
