@@ -218,7 +218,8 @@ ZERO_COST = [
     pytest.param(
         lambda: nn.BatchNorm2d(4).eval(),
         (2, 4, 5, 5),
-        {"aten::_native_batch_norm_legit_no_training": "normalization"},
+        # The kernel that runs, not PyTorch's Python reference decomposition of it.
+        {"aten::native_batch_norm": "normalization"},
         id="batchnorm-eval",
     ),
     pytest.param(
@@ -801,3 +802,22 @@ def test_higher_order_operator_without_formula_is_uncounted() -> None:
     assert [op["operator"] for op in report["operator_flops"]["uncounted"]] == [
         "higher_order::cond"
     ]
+
+
+def test_kernels_with_python_references_run_their_own_kernel() -> None:
+    # ``native_batch_norm`` and ``upsample_nearest2d`` have CPU kernels and also Python reference
+    # decompositions; the counter must see (and let run) the kernel a plain call runs.
+    model = nn.Sequential(nn.BatchNorm2d(3).eval(), nn.Upsample(scale_factor=2, mode="nearest"))
+    x = torch.randn(1, 3, 4, 4)
+    expected = model(x)
+    seen: dict[str, Any] = {}
+
+    def run() -> None:
+        seen["out"] = model(x)
+
+    report = measure_flops(run)
+    assert status(report) == "complete"
+    names = set(excluded(report))
+    assert {"aten::native_batch_norm", "aten::upsample_nearest2d"} <= names
+    assert not any("legit" in name or "index" in name for name in names)
+    assert torch.equal(seen["out"], expected)

@@ -82,11 +82,22 @@ class Recorder(Protocol):
     def _observe(self, tensor: Any) -> None: ...
 
 
+_COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
+
+
 def _is_composite(func: Any) -> bool:
-    key = torch._C.DispatchKey.CompositeImplicitAutograd
-    return key in func.py_kernels or bool(
-        torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), key)
-    )
+    # Only the dispatcher's own composite kernels: an operator with a real kernel that merely has
+    # a Python reference decomposition (``native_batch_norm``, ``upsample_nearest2d``...) runs its
+    # kernel, so that kernel is what is counted, and the workload is not slowed by the reference.
+    return bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _COMPOSITE))
+
+
+def _decompose(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Run the dispatcher's composite kernel of ``func``, the one a plain call would run."""
+    op_dk = getattr(func, "_op_dk", None)
+    if op_dk is None:  # an older or newer OpOverload without the private entry point
+        return func.decompose(*args, **kwargs)
+    return op_dk(_COMPOSITE, *args, **kwargs)
 
 
 def _fallback_rule(func: Any) -> Rule:
@@ -186,7 +197,7 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         if rule.kind == "decompose":
             # Re-enter the mode so the decomposition's operators are counted one by one.
             with self:
-                result = func.decompose(*args, **kwargs)
+                result = _decompose(func, args, kwargs)
             if result is not NotImplemented:
                 return result
             rule = _fallback_rule(func)
