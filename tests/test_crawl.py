@@ -177,11 +177,49 @@ def test_training_flags_and_grad_mode_are_restored_on_success_and_error() -> Non
     assert not failing.inner._forward_hooks and not failing.inner._forward_pre_hooks
 
 
-def test_hooks_are_removed() -> None:
+def _global_hooks() -> tuple[dict[int, object], ...]:
+    from torch.nn.modules import module as torch_module
+
+    return (
+        dict(torch_module._global_forward_pre_hooks),
+        dict(torch_module._global_forward_hooks),
+        dict(torch_module._global_forward_hooks_always_called),
+    )
+
+
+@pytest.mark.parametrize("mode", ["structure", "full"])
+def test_hooks_are_removed(mode: str) -> None:
     model = TinyCNN()
-    crawl_module(model, (3, 8, 8), mode="structure")
+    before = _global_hooks()
+    crawl_module(model, (3, 8, 8), mode=mode)
+    assert _global_hooks() == before
     for module in model.modules():
         assert not module._forward_hooks and not module._forward_pre_hooks
+
+    class Failing(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        crawl_module(nn.Sequential(nn.ReLU(), Failing()), args=(torch.zeros(1, 2),), mode=mode)
+    assert _global_hooks() == before
+
+
+def test_modules_of_other_models_called_during_the_forward_are_not_recorded() -> None:
+    other = nn.Linear(4, 4)
+
+    class Caller(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return other(self.inner(x))
+
+    report = crawl_module(Caller(), args=(torch.zeros(1, 4),))
+    assert [layer["path"] for layer in report["layers"]] == ["", "inner"]
+    # Its operators still ran inside the analysed model's forward and are counted there.
+    assert report["operator_flops"]["total"]["value"] == 2 * (2 * 4 * 4)
 
 
 @pytest.mark.parametrize(
@@ -443,3 +481,134 @@ def test_inference_mode_caller_and_inputs_requiring_grad() -> None:
     with torch.inference_mode():
         inside = crawl_module(model, args=(torch.randn(1, 1, 16),))
     assert inside["operator_flops"]["total"] == report["operator_flops"]["total"]
+
+
+def _operator_view(report: dict[str, object]) -> dict[str, object]:
+    flops = report["operator_flops"]
+    assert isinstance(flops, dict)
+    view = {key: flops[key] for key in ("counted", "excluded", "uncounted")}
+    # The scope names what was measured (one forward, one call); everything else must agree.
+    view["total"] = {key: value for key, value in flops["total"].items() if key != "scope"}
+    return view
+
+
+def _lstm() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    return nn.LSTM(8, 16, 2), (torch.randn(5, 3, 8),)
+
+
+def _encoder() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+    return nn.TransformerEncoder(layer, 2, enable_nested_tensor=False), (torch.randn(2, 7, 32),)
+
+
+def _resnet() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    return ResNet18(), (torch.randn(1, 3, 32, 32),)
+
+
+@pytest.mark.parametrize("make", [_resnet, _lstm, _encoder], ids=["resnet18", "lstm", "encoder"])
+def test_operator_view_is_what_the_forward_runs(make: object) -> None:
+    # The analysis's own work (formulas, metadata) must never appear among the model's operators:
+    # the operator view equals measure_flops of the same evaluation forward, without hooks.
+    assert callable(make)
+    model, args = make()
+    model.eval()
+    report = crawl_module(model, args=args)
+    with torch.no_grad():
+        expected = torchscan.measure_flops(lambda: model(*args))
+    assert _operator_view(dict(report)) == _operator_view(dict(expected))
+
+
+@pytest.mark.parametrize("make", [_resnet, _lstm], ids=["resnet18", "lstm"])
+def test_operator_flops_by_module_match_a_counter_tracking_the_modules(make: object) -> None:
+    assert callable(make)
+    model, args = make()
+    model.eval()
+    report = crawl_module(model, args=args)
+    with torch.no_grad():
+        expected = torchscan.measure_flops(lambda: model(*args), modules=model)
+    assert report["operator_flops"]["by_module"] == expected["operator_flops"]["by_module"]
+
+
+def test_by_module_counts_a_recursive_call_once_in_forward_order() -> None:
+    class Recursive(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(4, 4)
+
+        def forward(self, x: torch.Tensor, depth: int = 2) -> torch.Tensor:
+            x = self.linear(x)
+            return self(x, depth - 1) if depth > 0 else x
+
+    class Outer(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first = nn.ReLU()
+            self.body = Recursive()
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.body(self.first(x))
+
+    model = Outer()
+    args = (torch.randn(2, 4),)
+    report = crawl_module(model, args=args)
+    with torch.no_grad():
+        expected = torchscan.measure_flops(lambda: model(*args), modules=model)
+    by_module = report["operator_flops"]["by_module"]
+    assert by_module == expected["operator_flops"]["by_module"]
+    assert [entry["path"] for entry in by_module] == ["", "first", "body", "body.linear"]
+    assert by_module[2]["flops"]["value"] == 3 * 2 * 2 * 4 * 4
+
+
+def test_transformer_fast_path_runs_under_the_analysis() -> None:
+    # The analysis's hooks do not switch PyTorch's fused inference path off: what is counted is
+    # what runs when the model is used without hooks.
+    layer = nn.TransformerEncoderLayer(32, 4, 64, batch_first=True)
+    model = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).eval()
+    report = crawl_module(model, args=(torch.randn(2, 7, 32),))
+    counted = {entry["operator"] for entry in report["operator_flops"]["counted"]}
+    assert "aten::_transformer_encoder_layer_fwd" in counted
+    assert report["operator_flops"]["total"]["status"] == "complete"
+
+
+class _ThroughUntrackedOperators(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        spectrum = torch.fft.fft2(self.conv(x))
+        # The convolution's output is gone; the next tensor made usually takes its address, and
+        # must not inherit its receptive field (the Fourier transform mixes every position).
+        return self.pool(spectrum.abs())
+
+
+def test_receptive_field_does_not_leak_to_a_tensor_at_a_reused_address() -> None:
+    report = crawl_module(_ThroughUntrackedOperators(), (3, 12, 12))
+    fields = {layer["path"]: layer["receptive_field"] for layer in report["layers"]}
+    assert fields["conv"]["status"] == "complete"
+    assert fields["conv"]["size"] == [3.0, 3.0]
+    assert fields["pool"]["status"] == "unavailable"
+    assert "does not come from the model input" in fields["pool"]["reason"]
+
+
+def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> None:
+    from torchscan import crawl as crawl_internals
+    from torchscan._values import freeze
+
+    conv, pool = nn.Conv2d(3, 4, 3), nn.MaxPool2d(2)
+    x = torch.randn(1, 3, 12, 12)
+    y = conv(x)
+    first = crawl_internals._Call("conv", 0, 1, conv, None)
+    first.inputs, first.output, first.finished = freeze((x,)), freeze(y), True
+    second = crawl_internals._Call("pool", 0, 1, pool, None)
+    # A tensor born later at the address the convolution's output had (the spec keeps it).
+    second.inputs, second.output, second.finished = freeze((y,)), freeze(pool(y)), True
+    for births in ([], [id(y)]):
+        tracker = crawl_internals._FieldTracker()
+        tracker.seed([x])
+        tracker.replay([first, *births, second])
+        assert first.receptive_field is not None and second.receptive_field is not None
+        assert first.receptive_field["size"] == [3.0, 3.0]
+        expected = "complete" if not births else "unavailable"
+        assert second.receptive_field["status"] == expected

@@ -821,3 +821,11 @@ def test_kernels_with_python_references_run_their_own_kernel() -> None:
     assert {"aten::native_batch_norm", "aten::upsample_nearest2d"} <= names
     assert not any("legit" in name or "index" in name for name in names)
     assert torch.equal(seen["out"], expected)
+
+
+def test_outcome_codes_agree_with_the_dispatch_mode() -> None:
+    # flops.py repeats them so that importing it does not import torch.
+    from torchscan import flops as flops_module
+    from torchscan.opflops import mode
+
+    assert (flops_module.COUNTED, flops_module.UNCOUNTED) == (mode.COUNTED, mode.UNCOUNTED)

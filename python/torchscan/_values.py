@@ -8,7 +8,7 @@ from typing import Any
 
 from .reports import NamedValueMeta, TensorMeta, ValueMeta
 
-__all__ = ["describe", "dtype_name", "iter_tensors", "tensor_meta"]
+__all__ = ["TensorSpec", "describe", "dtype_name", "freeze", "iter_tensors", "tensor_meta"]
 
 # Deeply nested or cyclic containers are cut off here rather than recursing without bound.
 _MAX_DEPTH = 32
@@ -42,6 +42,107 @@ def tensor_meta(tensor: Any) -> TensorMeta:
     }
 
 
+class TensorSpec:
+    """What a formula or a report needs of a tensor, taken when it is seen: never its values.
+
+    Shape, dtype, device, ``requires_grad`` and the identity (``id``) the tensor had, so the
+    analysis of a forward can keep this instead of the tensor. ``shape``, ``ndim``, ``dim()``
+    and ``numel()`` answer as the tensor did.
+    """
+
+    __slots__ = ("device", "dtype", "ident", "requires_grad", "shape")
+
+    def __init__(self, tensor: Any) -> None:
+        self.shape = tensor.shape
+        self.dtype = tensor.dtype
+        self.device = tensor.device
+        self.requires_grad = tensor.requires_grad
+        self.ident = id(tensor)
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    def dim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+    def numel(self) -> int:
+        """Number of elements."""
+        count = 1
+        for size in self.shape:
+            count *= size
+        return int(count)
+
+
+class _FrozenRecord:
+    """A dataclass instance, frozen: its type name and its fields, frozen."""
+
+    __slots__ = ("fields", "type_name")
+
+    def __init__(self, type_name: str, fields: list[tuple[str, Any]]) -> None:
+        self.type_name = type_name
+        self.fields = fields
+
+
+def freeze(value: Any, _depth: int = 0) -> Any:
+    """``value`` with every tensor replaced by its :class:`TensorSpec`, through containers.
+
+    Tuples, lists and dicts keep their kind (named tuples their class, built without calling
+    its constructor), dataclasses become records, mappings become dicts; scalars, ``None`` and
+    any other object are kept as they are. :func:`describe` gives the same metadata for the
+    frozen value as for the value itself.
+    """
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return TensorSpec(value)
+    kind = type(value)
+    if kind is tuple and len(value) == 1 and isinstance(value[0], torch.Tensor):
+        return (TensorSpec(value[0]),)  # the usual positional inputs of a module call
+    if value is None or isinstance(value, _SCALARS) or _depth >= _MAX_DEPTH:
+        return value
+    if kind is tuple:
+        return tuple([freeze(item, _depth + 1) for item in value])
+    if isinstance(value, tuple):
+        items = [freeze(item, _depth + 1) for item in value]
+        if hasattr(kind, "_fields"):
+            try:
+                return tuple.__new__(kind, items)
+            except TypeError:  # a tuple type that only its own constructor may build
+                pass
+        return tuple(items)
+    if isinstance(value, list):
+        return [freeze(item, _depth + 1) for item in value]
+    if isinstance(value, Mapping):
+        return {key: freeze(item, _depth + 1) for key, item in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _FrozenRecord(
+            _type_name(value),
+            [
+                (field.name, freeze(getattr(value, field.name, None), _depth + 1))
+                for field in dataclasses.fields(value)
+            ],
+        )
+    return value
+
+
+def _spec_meta(spec: TensorSpec) -> TensorMeta:
+    dtype_text = _DTYPE_NAMES.get(spec.dtype)
+    if dtype_text is None:
+        dtype_text = _DTYPE_NAMES[spec.dtype] = dtype_name(spec.dtype)
+    device_text = _DEVICE_NAMES.get(spec.device)
+    if device_text is None:
+        device_text = _DEVICE_NAMES[spec.device] = str(spec.device)
+    return {
+        "shape": list(spec.shape),
+        "dtype": dtype_text,
+        "device": device_text,
+        "requires_grad": bool(spec.requires_grad),
+    }
+
+
 def _type_name(value: Any) -> str:
     return type(value).__name__
 
@@ -63,6 +164,8 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
     """
     import torch
 
+    if type(value) is TensorSpec:
+        return {"kind": "tensor", **_spec_meta(value)}
     if isinstance(value, torch.Tensor):
         return {"kind": "tensor", **tensor_meta(value)}
     if value is None:
@@ -90,6 +193,11 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
             for key, item in value.items()
         ]
         return {"kind": "dict", "entries": entries}
+    if type(value) is _FrozenRecord:
+        frozen: list[NamedValueMeta] = [
+            {"name": name, "value": describe(item, _depth + 1)} for name, item in value.fields
+        ]
+        return {"kind": "dataclass", "type_name": value.type_name, "fields": frozen}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         record: list[NamedValueMeta] = [
             {"name": field.name, "value": describe(getattr(value, field.name, None), _depth + 1)}
@@ -100,17 +208,22 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
 
 
 def iter_tensors(value: Any) -> list[Any]:
-    """Every tensor in ``value``, depth first, through the same containers as :func:`describe`."""
+    """Every tensor in ``value``, depth first, through the same containers as :func:`describe`.
+
+    In a value made by :func:`freeze`, the tensors are its :class:`TensorSpec` leaves.
+    """
     import torch
 
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, (torch.Tensor, TensorSpec)):
         return [value]
     found: list[Any] = []
-    _collect(value, found, 0, torch.Tensor)
+    _collect(value, found, 0, (torch.Tensor, TensorSpec))
     return found
 
 
-def _collect(value: Any, found: list[Any], depth: int, tensor_type: type) -> None:
+def _collect(
+    value: Any, found: list[Any], depth: int, tensor_type: type | tuple[type, ...]
+) -> None:
     if isinstance(value, tensor_type):
         found.append(value)
     elif depth >= _MAX_DEPTH or value is None or isinstance(value, _SCALARS):
@@ -120,6 +233,9 @@ def _collect(value: Any, found: list[Any], depth: int, tensor_type: type) -> Non
             _collect(item, found, depth + 1, tensor_type)
     elif isinstance(value, Mapping):
         for item in value.values():
+            _collect(item, found, depth + 1, tensor_type)
+    elif type(value) is _FrozenRecord:
+        for _name, item in value.fields:
             _collect(item, found, depth + 1, tensor_type)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         for item in dataclasses.fields(value):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any
 
 from . import _metrics
-from ._values import describe, dtype_name, iter_tensors
+from ._values import TensorSpec, describe, dtype_name, freeze, iter_tensors
 from .context import capture_context, current_flags
 from .errors import IncompleteAnalysisError, InvalidArgumentError
 from .reports import (
@@ -38,27 +38,60 @@ _UNITS = {"flops": "FLOPs", "macs": "MACs", "dmas": "DMAs"}
 _WRAP_MODES = ("top", "mid", "bottom")
 
 
-@dataclass
 class _Call:
-    """One module call, filled in by the pre- and post-forward hooks."""
+    """One module call: opened by the pre-forward hook, closed by the forward hook.
 
-    path: str
-    call_index: int
-    depth: int
-    module: Any
-    inputs: tuple[Any, ...]
-    output: Any = None
-    finished: bool = False
-    # Metadata of inputs and output, taken when the call finishes; the tensors are then dropped.
-    input_metas: list[Any] = field(default_factory=list)
-    output_meta: Any = None
-    children: list[_Call] = field(default_factory=list)
-    estimates: dict[str, MetricResult] = field(default_factory=dict)
-    receptive_field: ReceptiveField | None = None
-    # Operators this call ran itself (not inside a child module), from the operator pass.
-    own_flops: float = 0.0
-    own_dmas: float = 0.0
-    own_uncounted: set[str] = field(default_factory=set)
+    While the forward runs only what is cheap is kept (the call tree, frozen inputs and output,
+    the operators the call ran itself); estimates, receptive fields and metadata are computed
+    from them once the forward is over.
+    """
+
+    __slots__ = (
+        "call_index",
+        "children",
+        "depth",
+        "estimates",
+        "finished",
+        "first_op",
+        "input_metas",
+        "inputs",
+        "level",
+        "module",
+        "output",
+        "output_meta",
+        "own_dmas",
+        "own_flops",
+        "own_uncounted",
+        "parent",
+        "path",
+        "receptive_field",
+    )
+
+    def __init__(
+        self, path: str, call_index: int, depth: int, module: Any, parent: _Call | None
+    ) -> None:
+        self.path = path
+        self.call_index = call_index
+        self.depth = depth
+        self.module = module
+        self.parent = parent
+        # Nesting in the call tree (0 for a call made outside any tracked module).
+        self.level: int = 0 if parent is None else parent.level + 1
+        self.children: list[_Call] = []
+        # Inputs and output frozen by ``_values.freeze`` (tensors become ``TensorSpec``).
+        self.inputs: tuple[Any, ...] = ()
+        self.output: Any = None
+        self.finished = False
+        self.input_metas: list[Any] = []
+        self.output_meta: Any = None
+        self.estimates: dict[str, MetricResult] = {}
+        self.receptive_field: ReceptiveField | None = None
+        # Operators this call ran itself (not inside a child module), from the operator pass.
+        self.own_flops = 0
+        self.own_dmas = 0
+        self.own_uncounted: set[str] | None = None
+        # Sequence number of the first operator it ran itself, -1 for none.
+        self.first_op = -1
 
 
 def _check_model(model: Any) -> None:
@@ -187,77 +220,116 @@ def _random_input(shape: tuple[int, ...], dtype: Any, generator: Any) -> Any:
 def _unique_tensors(named: Iterable[tuple[str, Any]]) -> tuple[list[Any], int]:
     """Distinct tensors and how many of them are reachable under more than one name.
 
-    Tensors are the same when they are the same object or view the same storage the same way.
+    Tensors are the same when they are the same object or view the same storage the same way
+    (same data pointer, device, shape, strides and dtype).
     """
-    seen: dict[tuple[Any, ...], list[str]] = {}
-    first: dict[tuple[Any, ...], Any] = {}
-    by_identity: dict[int, tuple[Any, ...]] = {}
+    by_identity: dict[int, list[Any]] = {}  # id -> [tensor, name, name, ...]
     for name, tensor in named:
-        key = by_identity.get(id(tensor))
-        if key is None:
-            pointer = 0
-            # Meta and other storage-less tensors have no pointer: identity is all there is.
-            with contextlib.suppress(RuntimeError, NotImplementedError):
-                pointer = tensor.data_ptr()
-            key = (
-                ("id", id(tensor))
-                if pointer == 0
-                else (tensor.device, pointer, tuple(tensor.shape), tensor.stride(), tensor.dtype)
+        entry = by_identity.get(id(tensor))
+        if entry is None:
+            by_identity[id(tensor)] = [tensor, name]
+        else:
+            entry.append(name)
+    # Distinct objects rarely share a data pointer; only those are compared further.
+    by_pointer: dict[Any, list[list[Any]]] = {}
+    for entry in by_identity.values():
+        pointer = 0
+        # Meta and other storage-less tensors have no pointer: identity is all there is.
+        with contextlib.suppress(RuntimeError, NotImplementedError):
+            pointer = entry[0].data_ptr()
+        key = pointer if pointer != 0 else ("id", id(entry[0]))
+        group = by_pointer.get(key)
+        if group is None:
+            by_pointer[key] = [entry]
+        else:
+            group.append(entry)
+    unique: list[Any] = []
+    shared = 0
+    for group in by_pointer.values():
+        views: dict[tuple[Any, ...], int] = {}
+        for entry in group:
+            tensor = entry[0]
+            view = (
+                (tensor.device, tuple(tensor.shape), tensor.stride(), tensor.dtype)
+                if len(group) > 1
+                else ()
             )
-            by_identity[id(tensor)] = key
-        seen.setdefault(key, []).append(name)
-        first.setdefault(key, tensor)
-    shared = sum(1 for names in seen.values() if len(names) > 1)
-    return list(first.values()), shared
+            names = views.get(view)
+            if names is None:
+                unique.append(tensor)
+                views[view] = len(entry) - 1
+            else:
+                views[view] = names + len(entry) - 1
+        shared += sum(1 for names in views.values() if names > 1)
+    return unique, shared
 
 
-def _named_tensors(model: Any) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
-    """Every (name, parameter) and (name, buffer) of ``model``, duplicates included, in one walk."""
+def _named_tensors(
+    named_modules: list[tuple[str, Any]],
+) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
+    """Every (name, parameter) and (name, buffer), duplicates included, from one module walk."""
     parameters: list[tuple[str, Any]] = []
     buffers: list[tuple[str, Any]] = []
-    for prefix, module in model.named_modules(remove_duplicate=False):
+    for prefix, module in named_modules:
         dot = f"{prefix}." if prefix else ""
-        parameters.extend(
-            (dot + name, tensor)
-            for name, tensor in module._parameters.items()
-            if tensor is not None
-        )
-        buffers.extend(
-            (dot + name, tensor) for name, tensor in module._buffers.items() if tensor is not None
-        )
+        for name, tensor in module._parameters.items():
+            if tensor is not None:
+                parameters.append((dot + name, tensor))
+        for name, tensor in module._buffers.items():
+            if tensor is not None:
+                buffers.append((dot + name, tensor))
     return parameters, buffers
 
 
-def _totals_storage(model: Any) -> tuple[dict[str, int], MetricResult, MetricResult, list[str]]:
-    named_parameters, named_buffers = _named_tensors(model)
+def _totals_storage(
+    named_modules: list[tuple[str, Any]],
+) -> tuple[dict[str, int], MetricResult, MetricResult, list[str], set[Any]]:
+    """Parameter and buffer counts and storage, shared names, and the parameters' float dtypes."""
+    named_parameters, named_buffers = _named_tensors(named_modules)
     params, shared_params = _unique_tensors(named_parameters)
     buffers, shared_buffers = _unique_tensors(named_buffers)
+    parameters = trainable = parameter_bytes = 0
+    dtypes: set[Any] = set()
+    for tensor in params:
+        count = tensor.numel()
+        parameters += count
+        parameter_bytes += count * tensor.element_size()
+        if tensor.requires_grad:
+            trainable += count
+        if tensor.is_floating_point():
+            dtypes.add(tensor.dtype)
+    buffer_count = buffer_bytes = 0
+    for tensor in buffers:
+        count = tensor.numel()
+        buffer_count += count
+        buffer_bytes += count * tensor.element_size()
     counts = {
-        "parameters": sum(int(p.numel()) for p in params),
-        "trainable_parameters": sum(int(p.numel()) for p in params if p.requires_grad),
-        "buffers": sum(int(b.numel()) for b in buffers),
+        "parameters": int(parameters),
+        "trainable_parameters": int(trainable),
+        "frozen_parameters": int(parameters - trainable),
+        "buffers": int(buffer_count),
         "shared_tensors": shared_params + shared_buffers,
     }
-    counts["frozen_parameters"] = counts["parameters"] - counts["trainable_parameters"]
-    parameter_bytes = _metrics.complete(
-        sum(int(p.numel()) * p.element_size() for p in params),
-        "B",
-        _STORAGE_SCOPE.format(what="parameters"),
-        _STORAGE_METHOD,
-    )
-    buffer_bytes = _metrics.complete(
-        sum(int(b.numel()) * b.element_size() for b in buffers),
-        "B",
-        _STORAGE_SCOPE.format(what="buffers"),
-        _STORAGE_METHOD,
-    )
     by_id: dict[int, list[str]] = {}
     for name, tensor in (*named_parameters, *named_buffers):
         by_id.setdefault(id(tensor), []).append(name)
     shared_names = [
         " = ".join(dict.fromkeys(names)) for names in by_id.values() if len(set(names)) > 1
     ]
-    return counts, parameter_bytes, buffer_bytes, shared_names
+    return (
+        counts,
+        _metrics.complete(
+            int(parameter_bytes),
+            "B",
+            _STORAGE_SCOPE.format(what="parameters"),
+            _STORAGE_METHOD,
+        ),
+        _metrics.complete(
+            int(buffer_bytes), "B", _STORAGE_SCOPE.format(what="buffers"), _STORAGE_METHOD
+        ),
+        shared_names,
+        dtypes,
+    )
 
 
 def _own_counts(module: Any) -> tuple[int, int, int]:
@@ -270,25 +342,32 @@ def _own_counts(module: Any) -> tuple[int, int, int]:
 
 
 class _Recorder:
-    """Forward hooks on every module: the call tree, with inputs and outputs of each call."""
+    """Forward hooks on every module: the call tree, with frozen inputs and outputs of each call."""
 
-    def __init__(self, model: Any, on_finish: Callable[[_Call], None]) -> None:
-        self.on_finish = on_finish
-        self.paths: dict[int, str] = {}
-        self.modules: list[Any] = []
-        for path, module in model.named_modules(remove_duplicate=True):
-            self.paths[id(module)] = path
-            self.modules.append(module)
+    def __init__(self, named_modules: list[tuple[str, Any]], log: list[Any] | None) -> None:
+        # A module reachable under several paths is recorded under the first.
+        self.paths: dict[int, tuple[str, int]] = {}
+        for path, module in named_modules:
+            if id(module) not in self.paths:
+                self.paths[id(module)] = (path, 0 if path == "" else path.count(".") + 1)
         self.calls: list[_Call] = []
-        self.stack: list[_Call] = []
+        self.top: _Call | None = None
         self.call_counts: dict[str, int] = {}
         self.handles: list[Any] = []
+        # The forward's events in order, for the receptive fields (full mode only): closed calls
+        # and the operators' tensor births (see the crawl counter's ``_after``).
+        self.log = log
 
     def __enter__(self) -> _Recorder:
+        # Two process-wide hooks rather than two per module: registering and removing hundreds of
+        # per-module handles cost more than the filtering by module identity below.
+        from torch.nn.modules import module as torch_module
+
         try:
-            for module in self.modules:
-                self.handles.append(module.register_forward_pre_hook(self._pre))
-                self.handles.append(module.register_forward_hook(self._post, always_call=True))
+            self.handles.append(torch_module.register_module_forward_pre_hook(self._pre))
+            self.handles.append(
+                torch_module.register_module_forward_hook(self._post, always_call=True)
+            )
         except BaseException:
             self.close()
             raise
@@ -303,33 +382,41 @@ class _Recorder:
         self.handles.clear()
 
     def _pre(self, module: Any, inputs: tuple[Any, ...]) -> None:
-        path = self.paths.get(id(module), "")
+        known = self.paths.get(id(module))
+        if known is None:
+            return  # a module of another model, or not reachable from the analysed one
+        path, depth = known
         index = self.call_counts.get(path, 0)
         self.call_counts[path] = index + 1
-        depth = 0 if path == "" else path.count(".") + 1
-        call = _Call(path=path, call_index=index, depth=depth, module=module, inputs=inputs)
-        if self.stack:
-            self.stack[-1].children.append(call)
+        parent = self.top
+        call = _Call(path, index, depth, module, parent)
+        if parent is not None:
+            parent.children.append(call)
         self.calls.append(call)
-        self.stack.append(call)
+        self.top = call
 
     def _post(self, module: Any, inputs: tuple[Any, ...], output: Any) -> None:
         # With always_call, this also runs when forward raised; the stack stays consistent.
-        while self.stack:
-            call = self.stack.pop()
-            if call.module is module:
-                call.output = output
-                call.finished = True
-                self.on_finish(call)
-                return
-
-    def current_paths(self) -> list[str]:
-        """Paths of the modules whose forward is running, outermost first."""
-        return [call.path for call in self.stack]
+        if id(module) not in self.paths:
+            return
+        call = self.top
+        while call is not None and call.module is not module:
+            call = call.parent
+        if call is None:
+            return
+        self.top = call.parent
+        call.inputs = freeze(inputs)
+        call.output = freeze(output)
+        call.finished = True
+        if self.log is not None:
+            self.log.append(call)
 
 
 def _metric_for(kind: str, value: float, method: str) -> MetricResult:
     return _metrics.complete(value, _UNITS[kind], _MODULE_SCOPE, method)
+
+
+_FORMULA_METHODS: dict[str, str] = {}
 
 
 def _estimate_call(call: _Call, diagnostics: dict[tuple[str, str], Diagnostic]) -> None:
@@ -343,11 +430,39 @@ def _estimate_call(call: _Call, diagnostics: dict[tuple[str, str], Diagnostic]) 
     type_name = type(module).__name__
     estimate = formulas.module_estimate(module, call.inputs, call.output) if call.finished else None
     if estimate is not None:
-        method = f"formula for {type_name}"
+        method = _FORMULA_METHODS.get(type_name)
+        if method is None:
+            method = _FORMULA_METHODS[type_name] = f"formula for {type_name}"
+        flops, macs, dmas = float(estimate.flops), float(estimate.macs), float(estimate.dmas)
+        # The three metrics of ``_metrics.complete``, written out: this runs for every call.
         call.estimates = {
-            "flops": _metric_for("flops", estimate.flops, method),
-            "macs": _metric_for("macs", estimate.macs, method),
-            "dmas": _metric_for("dmas", estimate.dmas, method),
+            "flops": {
+                "status": "complete",
+                "value": flops,
+                "known_value": flops,
+                "unit": "FLOPs",
+                "scope": _MODULE_SCOPE,
+                "method": method,
+                "reason": None,
+            },
+            "macs": {
+                "status": "complete",
+                "value": macs,
+                "known_value": macs,
+                "unit": "MACs",
+                "scope": _MODULE_SCOPE,
+                "method": method,
+                "reason": None,
+            },
+            "dmas": {
+                "status": "complete",
+                "value": dmas,
+                "known_value": dmas,
+                "unit": "DMAs",
+                "scope": _MODULE_SCOPE,
+                "method": method,
+                "reason": None,
+            },
         }
         return
     # Children finished first, so their estimates are already there.
@@ -447,61 +562,100 @@ def _sum_metric(kind: str, roots: list[_Call]) -> MetricResult:
     return _metrics.complete(known, _UNITS[kind], _MODULE_SCOPE, _MODULE_METHOD)
 
 
+def _post_order(calls: list[_Call]) -> list[_Call]:
+    """Every call, children before their parent, siblings in call order (the order they closed)."""
+    ordered: list[_Call] = []
+    stack: list[tuple[_Call, int]] = [(call, 0) for call in reversed(calls) if call.parent is None]
+    while stack:
+        call, child = stack.pop()
+        if child < len(call.children):
+            stack.append((call, child + 1))
+            stack.append((call.children[child], 0))
+        else:
+            ordered.append(call)
+    return ordered
+
+
 _FieldState = tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]
 
 
+class _Elementwise:
+    """An elementwise operator in the forward's log: its input tensors and its outputs."""
+
+    __slots__ = ("births", "inputs", "outputs")
+
+    def __init__(
+        self, inputs: list[int], outputs: list[tuple[int, int]], births: list[int]
+    ) -> None:
+        self.inputs = inputs  # ids of the input tensors
+        self.outputs = outputs  # (id, ndim) of the output tensors
+        self.births = births  # ids of outputs that are new tensors
+
+
 class _FieldTracker:
-    """Receptive field, effective stride and padding carried by tensors along the forward."""
+    """Receptive field, effective stride and padding carried by tensors along the forward.
+
+    Replays the forward's log once the forward is over. States are keyed by tensor identity; a
+    tensor born later at the same address (every operator's new outputs are logged) starts
+    without one, as the tensor it replaces is gone.
+    """
 
     def __init__(self) -> None:
-        import weakref
-
-        self._ref = weakref.ref
-        self._states: dict[int, tuple[Any, _FieldState]] = {}
-
-    def set(self, tensor: Any, state: _FieldState) -> None:
-        self._states[id(tensor)] = (self._ref(tensor), state)
-
-    def get(self, tensor: Any) -> _FieldState | None:
-        entry = self._states.get(id(tensor))
-        if entry is None or entry[0]() is not tensor:
-            return None
-        return entry[1]
+        self._states: dict[int, _FieldState] = {}
 
     def seed(self, inputs: Iterable[Any]) -> None:
         for tensor in inputs:
             spatial = tensor.dim() - 2
             if spatial >= 1:
                 ones = (1.0,) * spatial
-                self.set(tensor, (ones, ones, (0.0,) * spatial))
+                self._states[id(tensor)] = (ones, ones, (0.0,) * spatial)
 
-    def combine(self, inputs: list[Any], outputs: list[Any]) -> None:
+    def replay(self, log: list[Any]) -> None:
+        states = self._states
+        for event in log:
+            kind = type(event)
+            if kind is int:
+                states.pop(event, None)
+            elif kind is _Call:
+                event.receptive_field = self.on_call(event)
+            elif kind is _Elementwise:
+                for ident in event.births:
+                    states.pop(ident, None)
+                self.combine(event)
+            else:
+                for ident in event:
+                    states.pop(ident, None)
+
+    def combine(self, event: _Elementwise) -> None:
         """Propagate through an elementwise operator: the union of its inputs' fields."""
-        states = [state for state in map(self.get, inputs) if state is not None]
+        found = [self._states.get(ident) for ident in event.inputs]
+        states = [state for state in found if state is not None]
         if not states or len({(len(s[0]), s[1]) for s in states}) != 1:
             return
         size = tuple(max(values) for values in zip(*(s[0] for s in states), strict=True))
         padding = tuple(max(values) for values in zip(*(s[2] for s in states), strict=True))
-        for tensor in outputs:
-            if tensor.dim() - 2 == len(size):
-                self.set(tensor, (size, states[0][1], padding))
+        for ident, ndim in event.outputs:
+            if ndim - 2 == len(size):
+                self._states[ident] = (size, states[0][1], padding)
 
     def on_call(self, call: _Call) -> ReceptiveField:
         import torch
 
         from . import formulas
 
-        outputs = iter_tensors(call.output)
+        output = call.output
+        outputs = [output] if type(output) is TensorSpec else iter_tensors(output)
         if call.children and not formulas.has_formula(call.module):
-            state = self.get(outputs[0]) if outputs else None
+            state = self._states.get(outputs[0].ident) if outputs else None
             if state is None:
                 return _unavailable_field(
                     "the output is not produced by a chain of tracked layers "
                     "(branches merged by an untracked operation, or no spatial dimensions)"
                 )
             return _field(state)
-        inputs = iter_tensors(call.inputs)
-        state = self.get(inputs[0]) if inputs else None
+        first = call.inputs[0] if call.inputs else None
+        inputs = [first] if type(first) is TensorSpec else iter_tensors(call.inputs)
+        state = self._states.get(inputs[0].ident) if inputs else None
         type_name = type(call.module).__name__
         if state is None:
             return _unavailable_field(
@@ -527,8 +681,8 @@ class _FieldTracker:
             tuple(p + q * j for p, q, j in zip(padding, step.padding, stride, strict=True)),
         )
         for tensor in outputs:
-            if tensor.dim() - 2 == len(size):
-                self.set(tensor, new_state)
+            if tensor.ndim - 2 == len(size):
+                self._states[tensor.ident] = new_state
         return _field(new_state)
 
 
@@ -542,9 +696,8 @@ def _field(state: _FieldState) -> ReceptiveField:
     }
 
 
-def _model_dtypes(model: Any, inputs: Iterable[Any]) -> list[Any]:
-    dtypes = {p.dtype for p in model.parameters() if p.is_floating_point()}
-    dtypes |= {t.dtype for t in inputs if t.is_floating_point()}
+def _model_dtypes(parameter_dtypes: set[Any], inputs: Iterable[Any]) -> list[Any]:
+    dtypes = parameter_dtypes | {t.dtype for t in inputs if t.is_floating_point()}
     return sorted(dtypes, key=dtype_name)
 
 
@@ -578,68 +731,77 @@ def _analyse(
         model, input_shape, dtype, args, kwargs, device
     )
     flags_before = current_flags()
-    recorder_modules = list(model.modules())
-    training = {id(module): module.training for module in recorder_modules}
+    # One walk of the module tree serves the hooks, the training flags and the storage totals.
+    named_modules = list(model.named_modules(remove_duplicate=False))
+    recorder_modules = list({id(module): module for _, module in named_modules}.values())
+    training = [module.training for module in recorder_modules]
     full = mode == "full"
-    diagnostics: dict[tuple[str, str], Diagnostic] = {}
-    tracker = _FieldTracker()
     all_inputs = iter_tensors((positional, keywords))
+    tracker = _FieldTracker()
     tracker.seed(iter_tensors(positional))
-
-    def on_finish(call: _Call) -> None:
-        call.input_metas = [describe(value) for value in call.inputs]
-        call.output_meta = describe(call.output)
-        if full:
-            _estimate_call(call, diagnostics)
-            call.receptive_field = tracker.on_call(call)
-        # Nothing holds on to activations once the call is described.
-        call.inputs = ()
-        call.output = None
-
-    recorder = _Recorder(model, on_finish)
-    operator_pass = _operator_pass(recorder, tracker) if full else None
+    recorder = _Recorder(named_modules, [] if full else None)
+    counter = _crawl_counter(recorder) if full else None
     try:
-        model.eval()
+        if any(training):
+            model.eval()
         with torch.no_grad(), recorder:
-            if operator_pass is None:
+            if counter is None:
                 model(*positional, **keywords)
             else:
-                with operator_pass:
+                with counter:
                     model(*positional, **keywords)
     finally:
-        for module in recorder_modules:
-            module.training = training[id(module)]
+        for module, flag in zip(recorder_modules, training, strict=True):
+            if module.training is not flag:
+                module.training = flag
+    # The forward is over: everything below works on what the hooks and the counter kept.
+    diagnostics: dict[tuple[str, str], Diagnostic] = {}
+    ordered = _post_order(recorder.calls)
+    for call in ordered:
+        if call.finished:
+            call.input_metas = [describe(value) for value in call.inputs]
+            call.output_meta = describe(call.output)
+    if full:
+        for call in ordered:
+            _estimate_call(call, diagnostics)
+        assert recorder.log is not None
+        tracker.replay(recorder.log)
     return _build_report(
         model,
+        named_modules,
         mode,
         recorder.calls,
         positional,
         keywords,
         resolved_device,
-        _model_dtypes(model, all_inputs),
-        training[id(model)],
+        all_inputs,
+        training[0] if training else False,
         flags_before,
         diagnostics,
-        operator_pass.report() if operator_pass is not None else _structure_operator_flops(),
-        operator_pass.diagnostics() if operator_pass is not None else [],
+        counter.report(ordered) if counter is not None else _structure_operator_flops(),
+        counter.diagnostics() if counter is not None else [],
     )
 
 
 def _build_report(
     model: Any,
+    named_modules: list[tuple[str, Any]],
     mode: str,
     calls: list[_Call],
     positional: tuple[Any, ...],
     keywords: dict[str, Any],
     device: Any,
-    dtypes: list[Any],
+    inputs: list[Any],
     training: bool,
     flags: Any,
     module_diagnostics: dict[tuple[str, str], Diagnostic],
     operator_flops: OperatorFlops,
     operator_diagnostics: list[Diagnostic],
 ) -> AnalysisReport:
-    counts, parameter_bytes, buffer_bytes, shared_names = _totals_storage(model)
+    counts, parameter_bytes, buffer_bytes, shared_names, parameter_dtypes = _totals_storage(
+        named_modules
+    )
+    dtypes = _model_dtypes(parameter_dtypes, inputs)
     diagnostics: list[Diagnostic] = []
     if shared_names:
         diagnostics.append(
@@ -787,41 +949,181 @@ def summary(
 _OPERATOR_SCOPE = "operators of one evaluation forward"
 
 
-def _operator_pass(recorder: _Recorder, tracker: _FieldTracker) -> Any:
-    """The operator FLOPs counter of the forward.
+def _tensor_elements(values: Any) -> int:
+    """Elements of every tensor in an operator's arguments or result (tuples, lists, dicts)."""
+    import torch
 
-    It also gives each module call the operators it runs itself, and carries receptive fields
-    through elementwise operators.
-    """
-    from .flops import OperatorFlopCounter
+    total = 0
+    pending = [values]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, torch.Tensor):
+            total += value.numel()
+        elif isinstance(value, (tuple, list)):
+            pending.extend(value)
+        elif isinstance(value, dict):
+            pending.extend(value.values())
+    return int(total)
+
+
+def _tensor_ids(values: Any) -> list[int]:
+    import torch
+
+    found: list[int] = []
+    pending = [values]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, torch.Tensor):
+            found.append(id(value))
+        elif isinstance(value, (tuple, list)):
+            pending.extend(value)
+        elif isinstance(value, dict):
+            pending.extend(value.values())
+    return found
+
+
+def _crawl_counter(recorder: _Recorder) -> Any:
+    """An operator counter for the analysed forward (the class is built on first use)."""
+    return _crawl_counter_class()(recorder)
+
+
+@functools.cache
+def _crawl_counter_class() -> type:
+    import torch
+
+    from .flops import OperatorFlopCounter, _ModuleStats
+    from .opflops.mode import COUNTED, UNCOUNTED, Entry
+
+    tensor_type = torch.Tensor
 
     class CrawlCounter(OperatorFlopCounter):
-        def _record(
+        """The operator FLOPs counter of the analysed forward.
+
+        It gives each module call the operators it runs itself (``by_module`` is summed over the
+        call tree afterwards) and logs the tensor births and elementwise operators the
+        receptive fields are replayed from.
+        """
+
+        def __init__(self, recorder: _Recorder) -> None:
+            super().__init__()
+            self._recorder = recorder
+            self._log = recorder.log if recorder.log is not None else []
+            self._sequence = 0
+
+        def _after(
             self,
-            name: str,
-            kind: Any,
+            entry: Entry,
+            outcome: int,
             flops: int,
-            exclusion: Any,
-            failure: str | None,
+            args: tuple[Any, ...],
+            kwargs: Mapping[str, Any],
+            out: Any,
         ) -> None:
-            super()._record(name, kind, flops, exclusion, failure)
-            if recorder.stack:
-                call = recorder.stack[-1]
-                if kind == "counted":
+            call = self._recorder.top
+            if call is not None:
+                if call.first_op < 0:
+                    call.first_op = self._sequence
+                if outcome == COUNTED:
                     call.own_flops += flops
-                elif kind == "uncounted":
-                    call.own_uncounted.add(name)
+                    call.own_dmas += (
+                        _tensor_elements(args) + _tensor_elements(kwargs) + _tensor_elements(out)
+                    )
+                elif outcome == UNCOUNTED:
+                    if call.own_uncounted is None:
+                        call.own_uncounted = set()
+                    call.own_uncounted.add(entry.name)
+            self._sequence += 1
+            # New tensors (not an argument returned in place) end any field state kept at their
+            # address; elementwise operators carry fields from their inputs to their outputs.
+            first = args[0] if args else None
+            if entry.exclusion == "elementwise":
+                inputs = _tensor_ids((args, kwargs))
+                outputs = [out] if type(out) is tensor_type else _tensors_of(out)
+                self._log.append(
+                    _Elementwise(
+                        inputs,
+                        [(id(tensor), tensor.dim()) for tensor in outputs],
+                        [id(tensor) for tensor in outputs if id(tensor) not in inputs],
+                    )
+                )
+            elif type(out) is tensor_type or isinstance(out, tensor_type):
+                if out is not first and out is not kwargs.get("out"):
+                    self._log.append(id(out))
+            elif out is not None:
+                self._log.append(
+                    tuple(
+                        id(tensor)
+                        for tensor in _tensors_of(out)
+                        if tensor is not first and tensor is not kwargs.get("out")
+                    )
+                )
 
-        def _after_operator(
-            self, kind: Any, exclusion: Any, args: Any, kwargs: Any, out: Any
-        ) -> None:
-            if kind == "counted" and recorder.stack:
-                tensors = iter_tensors((args, kwargs, out))
-                recorder.stack[-1].own_dmas += sum(int(t.numel()) for t in tensors)
-            elif exclusion == "elementwise":
-                tracker.combine(iter_tensors((args, kwargs)), iter_tensors(out))
-
-        def report(self) -> OperatorFlops:
+        def report(self, ordered: list[_Call]) -> OperatorFlops:
+            """The ``operator_flops`` section, ``by_module`` summed over the call tree."""
+            self._modules = _by_module(ordered, _ModuleStats)
             return self.operator_flops(scope=_OPERATOR_SCOPE)
 
-    return CrawlCounter(module_paths=recorder.current_paths)
+    return CrawlCounter
+
+
+def _tensors_of(value: Any) -> list[Any]:
+    import torch
+
+    found: list[Any] = []
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif isinstance(item, (tuple, list)):
+            pending.extend(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+    return found
+
+
+def _by_module(ordered: list[_Call], stats_type: Any) -> dict[str, Any]:
+    """Operator FLOPs of every module path, children included, from each call's own operators.
+
+    A path counts the operators run while any of its calls was active, each once (a call nested
+    in a call of the same path adds nothing more). Paths come in the order the forward first ran
+    an operator inside them, outer before inner.
+    """
+    flops: dict[int, int] = {}
+    uncounted: dict[int, set[str]] = {}
+    first: dict[int, int] = {}
+    for call in ordered:  # children before parents
+        key = id(call)
+        total = call.own_flops
+        names = set(call.own_uncounted) if call.own_uncounted else set()
+        start = call.first_op
+        for child in call.children:
+            child_key = id(child)
+            total += flops[child_key]
+            names |= uncounted[child_key]
+            child_start = first[child_key]
+            if child_start >= 0 and (start < 0 or child_start < start):
+                start = child_start
+        flops[key], uncounted[key], first[key] = total, names, start
+    found: dict[str, tuple[tuple[int, int], Any]] = {}
+    for call in ordered:
+        key = id(call)
+        if first[key] < 0:
+            continue
+        ancestor = call.parent
+        while ancestor is not None and ancestor.path != call.path:
+            ancestor = ancestor.parent
+        if ancestor is not None:
+            continue  # nested in a call of the same path, which already counts it
+        order = (first[key], call.level)
+        entry = found.get(call.path)
+        if entry is None:
+            stats = stats_type()
+            found[call.path] = (order, stats)
+        else:
+            stats = entry[1]
+            if order < entry[0]:
+                found[call.path] = (order, stats)
+        stats.flops += flops[key]
+        stats.uncounted |= uncounted[key]
+    return {path: stats for path, (_, stats) in sorted(found.items(), key=lambda kv: kv[1][0])}

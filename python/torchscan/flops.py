@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from ._metrics import complete, partial
 from .errors import InvalidArgumentError
@@ -40,7 +40,12 @@ from .reports import (
 if TYPE_CHECKING:
     from .opflops.classify import ExclusionClass
     from .opflops.formulas import RawFormula
-    from .opflops.mode import OperatorFlopMode
+    from .opflops.mode import Entry, OperatorFlopMode
+
+# The outcomes the dispatch mode reports (``opflops.mode``), repeated here so this module does not
+# import torch before a counter starts.
+COUNTED = 0
+UNCOUNTED = 2
 
 __all__ = [
     "FLOPS_METHOD",
@@ -70,14 +75,18 @@ FlopFormula = Callable[..., int]
 ModulePaths = Callable[[], Iterable[str]]
 
 
-@dataclass
 class _OperatorStats:
-    calls: int = 0
-    flops: int = 0
-    counted_calls: int = 0
-    uncounted_calls: int = 0
-    exclusion: ExclusionClass | None = None
-    failures: list[str] = field(default_factory=list)
+    """Tallies of one operator name, updated by the dispatch mode on every call."""
+
+    __slots__ = ("calls", "counted_calls", "exclusion", "failures", "flops", "uncounted_calls")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.flops = 0
+        self.counted_calls = 0
+        self.uncounted_calls = 0
+        self.exclusion: ExclusionClass | None = None
+        self.failures: list[str] = []
 
 
 @dataclass
@@ -304,43 +313,53 @@ class OperatorFlopCounter:
 
     # -- called by the dispatch mode -------------------------------------------------------
 
-    def _observe(self, tensor: Any) -> None:
-        device = tensor.device
-        if device not in self._devices:
-            self._devices.append(device)
-        if tensor.dtype.is_floating_point:
-            self._dtypes.add(tensor.dtype)
-
-    def _record(
-        self,
-        name: str,
-        kind: Literal["counted", "excluded", "uncounted"],
-        flops: int,
-        exclusion: ExclusionClass | None,
-        failure: str | None,
-    ) -> None:
+    def _stats_for(self, name: str) -> _OperatorStats:
         stats = self._operators.get(name)
         if stats is None:
             stats = self._operators[name] = _OperatorStats()
-        stats.calls += 1
-        if kind == "counted":
-            stats.counted_calls += 1
-            stats.flops += flops
-        elif kind == "uncounted":
-            stats.uncounted_calls += 1
-            if failure is not None and len(stats.failures) < 3:
-                stats.failures.append(failure)
-        elif stats.exclusion is None:
-            stats.exclusion = exclusion
+        return stats
+
+    def _after(
+        self,
+        entry: Entry,
+        outcome: int,
+        flops: int,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        out: Any,
+    ) -> None:
+        # Results carry the devices and dtypes the work ran in; their arguments are results of
+        # earlier operators or the caller's inputs, which the caller describes.
+        self._observe(out)
         paths = self.module_stack
+        if not paths:
+            return
         for path in dict.fromkeys(paths):  # each module once, even if it is re-entered
             module = self._modules.get(path)
             if module is None:
                 module = self._modules[path] = _ModuleStats()
-            if kind == "counted":
+            if outcome == COUNTED:
                 module.flops += flops
-            elif kind == "uncounted":
-                module.uncounted.add(name)
+            elif outcome == UNCOUNTED:
+                module.uncounted.add(entry.name)
+
+    def _observe(self, values: Any) -> None:
+        # A plain walk of the containers: operator results only nest tuples and lists.
+        import torch
+
+        pending = [values]
+        while pending:
+            value = pending.pop()
+            if isinstance(value, torch.Tensor):
+                device = value.device
+                if device not in self._devices:
+                    self._devices.append(device)
+                if value.dtype.is_floating_point:
+                    self._dtypes.add(value.dtype)
+            elif isinstance(value, (tuple, list)):
+                pending.extend(value)
+            elif isinstance(value, dict):
+                pending.extend(value.values())
 
     # -- results ---------------------------------------------------------------------------
 

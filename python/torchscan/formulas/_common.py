@@ -10,7 +10,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from .._values import TensorSpec
+
 __all__ = [
+    "TENSOR_TYPES",
     "ZERO",
     "Estimate",
     "EstimateFn",
@@ -92,18 +95,23 @@ def dot_flops(terms: int) -> int:
     return 2 * terms - 1 if terms > 0 else 0
 
 
-def arg(inputs: Inputs, index: int) -> torch.Tensor | None:
-    """The positional argument ``index`` when it is a tensor, else None."""
+#: What formulas accept as a tensor: a tensor, or the :class:`TensorSpec` an analysis keeps of
+#: it (shape, ``ndim`` and ``numel()`` answer the same).
+TENSOR_TYPES = (torch.Tensor, TensorSpec)
+
+
+def arg(inputs: Inputs, index: int) -> Any:
+    """The positional argument ``index`` when it is a tensor (or its spec), else None."""
     if index < len(inputs):
         value = inputs[index]
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, TENSOR_TYPES):
             return value
     return None
 
 
-def first_tensor(value: object) -> torch.Tensor | None:
+def first_tensor(value: object) -> Any:
     """The first tensor of an output: the value itself, or the first item of a tuple or list."""
-    if isinstance(value, torch.Tensor):
+    if isinstance(value, TENSOR_TYPES):
         return value
     if isinstance(value, (tuple, list)) and value:
         return first_tensor(value[0])

@@ -8,7 +8,18 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ._common import Estimate, Inputs, Rule, arg, dot_flops, elementwise, meta, size, total
+from ._common import (
+    TENSOR_TYPES,
+    Estimate,
+    Inputs,
+    Rule,
+    arg,
+    dot_flops,
+    elementwise,
+    meta,
+    size,
+    total,
+)
 from .linear import linear_cost
 
 __all__ = [
@@ -100,7 +111,7 @@ def estimate_multihead_attention(
     weights = None
     if isinstance(output, (tuple, list)) and len(output) > 1:
         returned = output[1]
-        if isinstance(returned, torch.Tensor):
+        if isinstance(returned, TENSOR_TYPES):
             weights = tuple(returned.shape)
     return attention_cost(
         module, tuple(query.shape), tuple(key.shape), tuple(value.shape), masks, weights

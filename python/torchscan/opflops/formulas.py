@@ -286,8 +286,25 @@ def _shape_formula_of(formula: Any) -> Callable[..., Any] | None:
     return wrapped if code is not None and code.co_name == "nf" else None
 
 
-def builtin_formulas() -> dict[Any, RawFormula]:
-    """Formulas by ``OpOverloadPacket``: PyTorch's ``flop_registry`` over our kernel formulas."""
+# The last table built and the registry entries it was built from: rebuilt only when someone
+# registers a formula with PyTorch (``register_flop_formula``) in between.
+_BUILT: list[Any] = [None, None]
+
+
+def builtin_formulas() -> Mapping[Any, RawFormula]:
+    """Formulas by ``OpOverloadPacket``: PyTorch's ``flop_registry`` over our kernel formulas.
+
+    Read-only: the table is shared until PyTorch's registry changes.
+    """
+    registry = tuple(flop_counter.flop_registry.items())
+    if _BUILT[0] != registry:
+        _BUILT[1] = _build_formulas()
+        _BUILT[0] = registry
+    table: Mapping[Any, RawFormula] = _BUILT[1]
+    return table
+
+
+def _build_formulas() -> dict[Any, RawFormula]:
     formulas: dict[Any, RawFormula] = dict(_KERNELS)
     for packet, formula in flop_counter.flop_registry.items():
         if isinstance(packet, torch._ops.OpOverloadPacket):

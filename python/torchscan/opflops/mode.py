@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Final, Literal, Protocol
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -27,7 +27,17 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .classify import ExclusionClass, exclusion_class, operator_name
 from .formulas import COMPOSITE_FALLBACKS, RawFormula, builtin_formulas, from_shape_formula
 
-__all__ = ["OperatorFlopMode", "Recorder", "Rule", "resolve_rule"]
+__all__ = [
+    "COUNTED",
+    "EXCLUDED",
+    "UNCOUNTED",
+    "Entry",
+    "OperatorFlopMode",
+    "Recorder",
+    "Rule",
+    "Stats",
+    "resolve_rule",
+]
 
 # Metadata queries that reach a mode only for tensor subclasses with Python sizes and strides
 # (nested jagged tensors). ``FlopCounterMode`` hands them back to the subclass; so do we.
@@ -67,19 +77,69 @@ class Rule:
     exclusion: ExclusionClass | None = None
 
 
-class Recorder(Protocol):
-    """What the mode reports to: ``OperatorFlopCounter``."""
+class Stats(Protocol):
+    """Per-operator-name tallies the mode keeps up to date (``flops._OperatorStats``)."""
 
-    def _record(
+    calls: int
+    flops: int
+    counted_calls: int
+    uncounted_calls: int
+    exclusion: ExclusionClass | None
+    failures: list[str]
+
+
+# What one executed call was, as the mode tells its recorder.
+COUNTED: Final = 0
+EXCLUDED: Final = 1
+UNCOUNTED: Final = 2
+# Entry codes that are not outcomes: handled apart from the plain path.
+_DECOMPOSE: Final = 3
+_METADATA: Final = 4
+_MARKER: Final = 5
+
+
+class Entry:
+    """One operator overload, resolved once: what to do with each of its calls."""
+
+    __slots__ = ("code", "exclusion", "formula", "name", "op", "stats", "user_formula")
+
+    def __init__(
         self,
+        code: int,
         name: str,
-        kind: Literal["counted", "excluded", "uncounted"],
-        flops: int,
-        exclusion: ExclusionClass | None,
-        failure: str | None,
-    ) -> None: ...
+        op: Callable[..., Any],
+        stats: Stats | None,
+        formula: RawFormula | None = None,
+        user_formula: bool = False,
+        exclusion: ExclusionClass | None = None,
+    ) -> None:
+        self.code = code
+        self.name = name
+        self.op = op
+        self.stats = stats
+        self.formula = formula
+        self.user_formula = user_formula
+        self.exclusion = exclusion
 
-    def _observe(self, tensor: Any) -> None: ...
+
+class Recorder(Protocol):
+    """What the mode reports to: ``OperatorFlopCounter`` and the analysis of ``crawl_module``."""
+
+    def _stats_for(self, name: str) -> Stats:
+        """The tallies of the operator ``name`` (``aten::addmm``), created on first use."""
+        ...
+
+    def _after(
+        self,
+        entry: Entry,
+        outcome: int,
+        flops: int,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        out: Any,
+    ) -> None:
+        """Called after every listed call, once the tallies are updated."""
+        ...
 
 
 _COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
@@ -131,10 +191,15 @@ def resolve_rule(
 
 # TorchDispatchMode is untyped; seen through ``Any`` so strict mypy accepts the subclass.
 _DispatchModeBase: Any = TorchDispatchMode
+_NO_KWARGS: Mapping[str, Any] = {}
 
 
 class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
-    """Counts every operator that reaches the Python dispatch key into ``recorder``."""
+    """Counts every operator that reaches the Python dispatch key into ``recorder``.
+
+    Runs on every operator of the workload, so the common path is one dictionary lookup of the
+    overload's :class:`Entry`, the kernel, the tallies and one call to the recorder.
+    """
 
     supports_higher_order_operators = True
 
@@ -145,39 +210,40 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         on_user_formula_error: Callable[[str, BaseException], BaseException],
     ) -> None:
         super().__init__()
-        self._recorder = recorder
+        self._stats_for = recorder._stats_for
+        self._after = recorder._after
         self._user_formulas = user_formulas
         self._on_user_formula_error = on_user_formula_error
         # Read when the counter starts, so formulas registered with PyTorch's
         # ``register_flop_formula`` before then are used too.
         self._builtins = builtin_formulas()
-        self._rules: dict[Any, Rule] = {}
-        # An optional observer of every operator with its arguments and result (model analysis
-        # uses it for per-call memory accesses and receptive fields).
-        self._after_operator: Callable[..., None] | None = getattr(
-            recorder, "_after_operator", None
-        )
+        self._entries: dict[Any, Entry] = {}
 
-    def _rule(self, func: Any) -> Rule:
-        rule = self._rules.get(func)
-        if rule is None:
+    def _entry(self, func: Any) -> Entry:
+        """Resolve ``func`` once (see the module docstring for the order of the rules)."""
+        op = getattr(func, "_op", func)  # the kernel entry point, without OpOverload.__call__
+        if func in _SUBCLASS_METADATA:
+            entry = Entry(_METADATA, "", op, None)
+        elif func.namespace in _MARKER_NAMESPACES:
+            entry = Entry(_MARKER, "", op, None)
+        else:
             rule = resolve_rule(func, self._user_formulas, self._builtins)
-            self._rules[func] = rule
-        return rule
+            entry = self._entry_of_rule(func, rule)
+        self._entries[func] = entry
+        return entry
 
-    def _observe(self, values: Any) -> None:
-        # Runs on every operator: a plain walk of the argument containers is several times
-        # cheaper than pytree, and operator arguments only nest tuples, lists and dicts.
-        observe = self._recorder._observe
-        pending = [values]
-        while pending:
-            value = pending.pop()
-            if isinstance(value, torch.Tensor):
-                observe(value)
-            elif isinstance(value, (tuple, list)):
-                pending.extend(value)
-            elif isinstance(value, dict):
-                pending.extend(value.values())
+    def _entry_of_rule(self, func: Any, rule: Rule) -> Entry:
+        name = operator_name(func)
+        op = getattr(func, "_op", func)
+        code = {"formula": COUNTED, "excluded": EXCLUDED, "uncounted": UNCOUNTED}.get(
+            rule.kind, _DECOMPOSE
+        )
+        if code == _DECOMPOSE:  # never listed itself: its decomposition's operators are
+            return Entry(code, name, op, None)
+        stats = self._stats_for(name)
+        if rule.kind == "excluded" and stats.exclusion is None:
+            stats.exclusion = rule.exclusion
+        return Entry(code, name, op, stats, rule.formula, rule.user_formula, rule.exclusion)
 
     def __torch_dispatch__(
         self,
@@ -186,56 +252,59 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        kwargs = kwargs if kwargs else {}
-        if func in _SUBCLASS_METADATA:
-            return NotImplemented
-        if isinstance(func, torch._ops.HigherOrderOperator):
-            return self._higher_order(func, args, kwargs)
-        if func.namespace in _MARKER_NAMESPACES:
-            return func(*args, **kwargs)
-        rule = self._rule(func)
-        if rule.kind == "decompose":
+        entry = self._entries.get(func)
+        if entry is None:
+            if isinstance(func, torch._ops.HigherOrderOperator):
+                return self._higher_order(func, args, kwargs or {})
+            entry = self._entry(func)
+        code = entry.code
+        if code > UNCOUNTED:
+            if code == _METADATA:
+                return NotImplemented
+            if code == _MARKER:
+                return entry.op(*args, **kwargs) if kwargs else entry.op(*args)
             # Re-enter the mode so the decomposition's operators are counted one by one.
             with self:
-                result = _decompose(func, args, kwargs)
+                result = _decompose(func, args, kwargs or {})
             if result is not NotImplemented:
                 return result
-            rule = _fallback_rule(func)
-            self._rules[func] = rule
-        out = func(*args, **kwargs)
-        # Results carry the devices and dtypes the work ran in; their arguments are results of
-        # earlier operators or the caller's inputs, which the caller describes.
-        self._observe(out)
-        name = operator_name(func)
-        if rule.kind == "formula":
-            assert rule.formula is not None
-            self._count(name, rule, args, kwargs, out)
-        elif rule.kind == "excluded":
-            self._recorder._record(name, "excluded", 0, rule.exclusion, None)
-        else:
-            self._recorder._record(name, "uncounted", 0, None, None)
-        if self._after_operator is not None:
-            kind = "counted" if rule.kind == "formula" else rule.kind
-            self._after_operator(kind, rule.exclusion, args, kwargs, out)
+            entry = self._entries[func] = self._entry_of_rule(func, _fallback_rule(func))
+            code = entry.code
+        out = entry.op(*args, **kwargs) if kwargs else entry.op(*args)
+        stats = entry.stats
+        assert stats is not None
+        stats.calls += 1
+        flops = 0
+        if code == COUNTED:
+            flops, code = self._count(entry, args, kwargs or _NO_KWARGS, out)
+        elif code == UNCOUNTED:
+            stats.uncounted_calls += 1
+        self._after(entry, code, flops, args, kwargs or _NO_KWARGS, out)
         return out
 
     def _count(
-        self, name: str, rule: Rule, args: tuple[Any, ...], kwargs: dict[str, Any], out: Any
-    ) -> None:
-        assert rule.formula is not None
+        self, entry: Entry, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any
+    ) -> tuple[int, int]:
+        """Apply the formula: ``(flops, COUNTED)``, or ``(0, UNCOUNTED)`` when it fails."""
+        assert entry.formula is not None and entry.stats is not None
+        stats = entry.stats
         try:
-            flops = rule.formula(args, kwargs, out)
+            flops = entry.formula(args, kwargs, out)
         except Exception as error:  # a formula must never break the caller's workload
-            if rule.user_formula:
-                raise self._on_user_formula_error(name, error) from error
-            failure = f"{type(error).__name__}: {error}"
-            self._recorder._record(name, "uncounted", 0, None, failure)
-            return
-        if rule.user_formula and (not isinstance(flops, int) or flops < 0):
+            if entry.user_formula:
+                raise self._on_user_formula_error(entry.name, error) from error
+            stats.uncounted_calls += 1
+            if len(stats.failures) < 3:
+                stats.failures.append(f"{type(error).__name__}: {error}")
+            return 0, UNCOUNTED
+        if entry.user_formula and (not isinstance(flops, int) or flops < 0):
             raise self._on_user_formula_error(
-                name, ValueError(f"returned {flops!r}; a FLOP formula returns an int >= 0")
+                entry.name, ValueError(f"returned {flops!r}; a FLOP formula returns an int >= 0")
             )
-        self._recorder._record(name, "counted", int(flops), None, None)
+        flops = int(flops)
+        stats.counted_calls += 1
+        stats.flops += flops
+        return flops, COUNTED
 
     def _higher_order(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         # Higher-order operators (eager ``cond``, ``flex_attention``...) run with the mode popped,
@@ -243,16 +312,30 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         name = f"higher_order::{func.name()}"
         user = self._user_formulas.get(func) or self._user_formulas.get(name)
         out = func(*args, **kwargs)
-        # Results carry the devices and dtypes the work ran in; their arguments are results of
-        # earlier operators or the caller's inputs, which the caller describes.
-        self._observe(out)
         if user is not None:
-            self._count(name, Rule("formula", formula=user, user_formula=True), args, kwargs, out)
-            return out
-        registry = torch.utils.flop_counter.flop_registry.get(func)
-        if registry is not None:
-            formula = from_shape_formula(registry, raw=True)
-            self._count(name, Rule("formula", formula=formula), args, kwargs, out)
+            rule = Rule("formula", formula=user, user_formula=True)
         else:
-            self._recorder._record(name, "uncounted", 0, None, None)
+            registry = torch.utils.flop_counter.flop_registry.get(func)
+            rule = (
+                Rule("formula", formula=from_shape_formula(registry, raw=True))
+                if registry is not None
+                else Rule("uncounted")
+            )
+        entry = Entry(
+            COUNTED if rule.kind == "formula" else UNCOUNTED,
+            name,
+            func,
+            self._stats_for(name),
+            rule.formula,
+            rule.user_formula,
+        )
+        stats = entry.stats
+        assert stats is not None
+        stats.calls += 1
+        flops, code = 0, entry.code
+        if code == COUNTED:
+            flops, code = self._count(entry, args, kwargs, out)
+        else:
+            stats.uncounted_calls += 1
+        self._after(entry, code, flops, args, kwargs, out)
         return out

@@ -1,0 +1,104 @@
+"""Frozen values: what the analysis keeps of a module's inputs and outputs describes the same."""
+
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+from torch.nn.utils.rnn import pack_padded_sequence
+
+from torchscan import formulas
+from torchscan._values import TensorSpec, describe, freeze, iter_tensors
+
+Pair = namedtuple("Pair", ["left", "right"])
+
+
+@dataclass
+class Record:
+    hidden: torch.Tensor
+    extra: Any = None
+
+
+class Opaque:
+    pass
+
+
+def _samples() -> list[Any]:
+    t = torch.randn(2, 3, requires_grad=True)
+    return [
+        t,
+        (t,),
+        (t, None, 3, 2.5, "x", True),
+        [t, [t.detach(), (t,)]],
+        {"a": t, "b": [t, None], 3: t},
+        OrderedDict(a=t),
+        Pair(t, (t, 1)),
+        Record(t, extra=[t]),
+        Opaque(),
+        torch.max(torch.randn(3, 4), 1),  # a torch return type (a struct sequence)
+        pack_padded_sequence(torch.randn(4, 2, 3), torch.tensor([4, 2])),
+        torch.Size([2, 3]),
+        torch.zeros(2, dtype=torch.int64),
+        torch.empty(2, 5, device="meta"),
+    ]
+
+
+@pytest.mark.parametrize("value", _samples(), ids=lambda value: type(value).__name__)
+def test_frozen_values_describe_the_same(value: Any) -> None:
+    assert describe(freeze(value)) == describe(value)
+
+
+def test_frozen_values_keep_no_tensor() -> None:
+    for value in _samples():
+        frozen = freeze(value)
+        assert not any(isinstance(item, torch.Tensor) for item in iter_tensors(frozen))
+
+
+def test_tensor_spec_answers_like_the_tensor() -> None:
+    tensor = torch.randn(2, 3, 4)
+    spec = TensorSpec(tensor)
+    assert spec.shape == tensor.shape
+    assert spec.ndim == tensor.ndim == spec.dim() == 3
+    assert spec.numel() == tensor.numel() == 24
+    assert TensorSpec(torch.tensor(1.0)).numel() == 1
+    assert spec.ident == id(tensor)
+    assert (spec.dtype, spec.device, spec.requires_grad) == (torch.float32, tensor.device, False)
+
+
+def test_packed_sequence_stays_a_packed_sequence_for_the_formulas() -> None:
+    lstm = torch.nn.LSTM(3, 5)
+    packed = pack_padded_sequence(torch.randn(4, 2, 3), torch.tensor([4, 2]))
+    output = lstm(packed)
+    assert formulas.module_estimate(lstm, freeze((packed,)), freeze(output)) == (
+        formulas.module_estimate(lstm, (packed,), output)
+    )
+
+
+@pytest.mark.parametrize(
+    ("module", "shape"),
+    [
+        (torch.nn.Conv2d(3, 8, 3, stride=2), (1, 3, 16, 16)),
+        (torch.nn.BatchNorm2d(3), (2, 3, 8, 8)),
+        (torch.nn.Linear(6, 4), (5, 6)),
+        (torch.nn.MaxPool2d(2), (1, 3, 8, 8)),
+        (torch.nn.LayerNorm(6), (2, 5, 6)),
+        (torch.nn.MultiheadAttention(8, 2, batch_first=True), (2, 5, 8)),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, torch.nn.Module) else "",
+)
+def test_formulas_give_the_same_answer_on_frozen_values(
+    module: torch.nn.Module, shape: tuple[int, ...]
+) -> None:
+    x = torch.randn(*shape)
+    inputs = (x, x, x) if isinstance(module, torch.nn.MultiheadAttention) else (x,)
+    with torch.no_grad():
+        output = module.eval()(*inputs)
+    assert formulas.module_estimate(module, freeze(inputs), freeze(output)) == (
+        formulas.module_estimate(module, inputs, output)
+    )
+    assert formulas.field_step(module, freeze(inputs), freeze(output)) == (
+        formulas.field_step(module, inputs, output)
+    )
