@@ -128,21 +128,6 @@ def freeze(value: Any, _depth: int = 0) -> Any:
     return value
 
 
-def _spec_meta(spec: TensorSpec) -> TensorMeta:
-    dtype_text = _DTYPE_NAMES.get(spec.dtype)
-    if dtype_text is None:
-        dtype_text = _DTYPE_NAMES[spec.dtype] = dtype_name(spec.dtype)
-    device_text = _DEVICE_NAMES.get(spec.device)
-    if device_text is None:
-        device_text = _DEVICE_NAMES[spec.device] = str(spec.device)
-    return {
-        "shape": list(spec.shape),
-        "dtype": dtype_text,
-        "device": device_text,
-        "requires_grad": bool(spec.requires_grad),
-    }
-
-
 def _type_name(value: Any) -> str:
     return type(value).__name__
 
@@ -165,7 +150,19 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
     import torch
 
     if type(value) is TensorSpec:
-        return {"kind": "tensor", **_spec_meta(value)}
+        dtype_text = _DTYPE_NAMES.get(value.dtype)
+        if dtype_text is None:
+            dtype_text = _DTYPE_NAMES[value.dtype] = dtype_name(value.dtype)
+        device_text = _DEVICE_NAMES.get(value.device)
+        if device_text is None:
+            device_text = _DEVICE_NAMES[value.device] = str(value.device)
+        return {
+            "kind": "tensor",
+            "shape": list(value.shape),
+            "dtype": dtype_text,
+            "device": device_text,
+            "requires_grad": bool(value.requires_grad),
+        }
     if isinstance(value, torch.Tensor):
         return {"kind": "tensor", **tensor_meta(value)}
     if value is None:

@@ -28,6 +28,12 @@ THREAD_ENV_VARS = (
 
 
 @lru_cache(maxsize=1)
+def _platform() -> tuple[str, str]:
+    """Python version and platform string: fixed for the life of the process."""
+    return platform.python_version(), platform.platform()
+
+
+@lru_cache(maxsize=1)
 def cpu_model() -> str | None:
     """The CPU model name, from ``/proc/cpuinfo`` on Linux or the platform elsewhere."""
     try:
@@ -92,8 +98,8 @@ def capture_context(
     return {
         "torchscan_version": _core.__version__,
         "torch_version": str(torch.__version__),
-        "python_version": platform.python_version(),
-        "platform": platform.platform(),
+        "python_version": _platform()[0],
+        "platform": _platform()[1],
         "cpu_model": cpu_model(),
         "device": str(device) if device is not None else None,
         "device_name": device_name(device) if device is not None else None,

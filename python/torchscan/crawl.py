@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -233,10 +232,11 @@ def _unique_tensors(named: Iterable[tuple[str, Any]]) -> tuple[list[Any], int]:
     # Distinct objects rarely share a data pointer; only those are compared further.
     by_pointer: dict[Any, list[list[Any]]] = {}
     for entry in by_identity.values():
-        pointer = 0
         # Meta and other storage-less tensors have no pointer: identity is all there is.
-        with contextlib.suppress(RuntimeError, NotImplementedError):
+        try:
             pointer = entry[0].data_ptr()
+        except (RuntimeError, NotImplementedError):
+            pointer = 0
         key = pointer if pointer != 0 else ("id", id(entry[0]))
         group = by_pointer.get(key)
         if group is None:
@@ -260,7 +260,9 @@ def _unique_tensors(named: Iterable[tuple[str, Any]]) -> tuple[list[Any], int]:
                 views[view] = len(entry) - 1
             else:
                 views[view] = names + len(entry) - 1
-        shared += sum(1 for names in views.values() if names > 1)
+        for names in views.values():
+            if names > 1:
+                shared += 1
     return unique, shared
 
 
@@ -333,12 +335,17 @@ def _totals_storage(
 
 
 def _own_counts(module: Any) -> tuple[int, int, int]:
-    params = [p for p in module._parameters.values() if p is not None]
-    return (
-        sum(int(p.numel()) for p in params),
-        sum(int(p.numel()) for p in params if p.requires_grad),
-        sum(int(b.numel()) for b in module._buffers.values() if b is not None),
-    )
+    parameters = trainable = buffers = 0
+    for tensor in module._parameters.values():
+        if tensor is not None:
+            count = tensor.numel()
+            parameters += count
+            if tensor.requires_grad:
+                trainable += count
+    for tensor in module._buffers.values():
+        if tensor is not None:
+            buffers += tensor.numel()
+    return int(parameters), int(trainable), int(buffers)
 
 
 class _Recorder:
@@ -351,6 +358,8 @@ class _Recorder:
             if id(module) not in self.paths:
                 self.paths[id(module)] = (path, 0 if path == "" else path.count(".") + 1)
         self.calls: list[_Call] = []
+        # Calls in the order they closed: children before their parent.
+        self.closed: list[_Call] = []
         self.top: _Call | None = None
         self.call_counts: dict[str, int] = {}
         self.handles: list[Any] = []
@@ -408,6 +417,7 @@ class _Recorder:
         call.inputs = freeze(inputs)
         call.output = freeze(output)
         call.finished = True
+        self.closed.append(call)
         if self.log is not None:
             self.log.append(call)
 
@@ -424,8 +434,7 @@ def _estimate_call(call: _Call, diagnostics: dict[tuple[str, str], Diagnostic]) 
 
     Runs when the call finishes, after all its children.
     """
-    from . import formulas
-
+    formulas = _formulas()
     module = call.module
     type_name = type(module).__name__
     estimate = formulas.module_estimate(module, call.inputs, call.output) if call.finished else None
@@ -495,10 +504,14 @@ def _estimate_call(call: _Call, diagnostics: dict[tuple[str, str], Diagnostic]) 
         else "operators it runs itself"
     )
     for kind in ("flops", "macs", "dmas"):
-        child_metrics = [child.estimates[kind] for child in call.children]
-        known = own[kind] + sum(m["known_value"] or 0.0 for m in child_metrics)
-        statuses = [m["status"] for m in child_metrics]
-        incomplete = [s for s in statuses if s != "complete"]
+        children: float = 0
+        incomplete = False
+        for child in call.children:
+            metric = child.estimates[kind]
+            children += metric["known_value"] or 0.0
+            if metric["status"] != "complete":
+                incomplete = True
+        known = own[kind] + children
         if missing or incomplete:
             reasons = list(missing)
             if incomplete:
@@ -630,19 +643,21 @@ class _FieldTracker:
         """Propagate through an elementwise operator: the union of its inputs' fields."""
         found = [self._states.get(ident) for ident in event.inputs]
         states = [state for state in found if state is not None]
-        if not states or len({(len(s[0]), s[1]) for s in states}) != 1:
+        if not states:
             return
-        size = tuple(max(values) for values in zip(*(s[0] for s in states), strict=True))
-        padding = tuple(max(values) for values in zip(*(s[2] for s in states), strict=True))
+        if len(states) == 1:
+            size, padding = states[0][0], states[0][2]
+        else:
+            if len({(len(s[0]), s[1]) for s in states}) != 1:
+                return
+            size = tuple(max(values) for values in zip(*(s[0] for s in states), strict=True))
+            padding = tuple(max(values) for values in zip(*(s[2] for s in states), strict=True))
         for ident, ndim in event.outputs:
             if ndim - 2 == len(size):
                 self._states[ident] = (size, states[0][1], padding)
 
     def on_call(self, call: _Call) -> ReceptiveField:
-        import torch
-
-        from . import formulas
-
+        formulas = _formulas()
         output = call.output
         outputs = [output] if type(output) is TensorSpec else iter_tensors(output)
         if call.children and not formulas.has_formula(call.module):
@@ -661,7 +676,7 @@ class _FieldTracker:
             return _unavailable_field(
                 "the input does not come from the model input through tracked layers"
             )
-        if isinstance(call.module, torch.nn.modules.conv._ConvTransposeNd):
+        if isinstance(call.module, formulas.nn.modules.conv._ConvTransposeNd):
             return _unavailable_field("transposed convolutions are not tracked")
         step = formulas.field_step(call.module, call.inputs, call.output)
         if step is None:
@@ -672,18 +687,27 @@ class _FieldTracker:
                 f"{type_name} works on {len(step.kernel)} spatial dimensions, "
                 f"its input has {len(size)}"
             )
-        new_state: _FieldState = (
-            tuple(
-                r + (k - 1) * d * j
-                for r, k, d, j in zip(size, step.kernel, step.dilation, stride, strict=True)
-            ),
-            tuple(j * s for j, s in zip(stride, step.stride, strict=True)),
-            tuple(p + q * j for p, q, j in zip(padding, step.padding, stride, strict=True)),
-        )
+        new_size: list[float] = []
+        new_stride: list[float] = []
+        new_padding: list[float] = []
+        steps = zip(step.kernel, step.dilation, step.stride, step.padding, strict=True)
+        for r, j, p, (k, d, s, q) in zip(size, stride, padding, steps, strict=True):
+            new_size.append(r + (k - 1) * d * j)
+            new_stride.append(j * s)
+            new_padding.append(p + q * j)
+        new_state: _FieldState = (tuple(new_size), tuple(new_stride), tuple(new_padding))
         for tensor in outputs:
             if tensor.ndim - 2 == len(size):
                 self._states[tensor.ident] = new_state
         return _field(new_state)
+
+
+@functools.cache
+def _formulas() -> Any:
+    """The module formulas (imported on first use: they import torch)."""
+    from . import formulas
+
+    return formulas
 
 
 def _field(state: _FieldState) -> ReceptiveField:
@@ -756,7 +780,10 @@ def _analyse(
                 module.training = flag
     # The forward is over: everything below works on what the hooks and the counter kept.
     diagnostics: dict[tuple[str, str], Diagnostic] = {}
-    ordered = _post_order(recorder.calls)
+    # Every call closes (the forward hook is always called), so the order they closed in is
+    # already children-first; a call left open by a hook that misbehaved needs the tree walk.
+    closed = recorder.closed
+    ordered = closed if len(closed) == len(recorder.calls) else _post_order(recorder.calls)
     for call in ordered:
         if call.finished:
             call.input_metas = [describe(value) for value in call.inputs]
@@ -949,36 +976,42 @@ def summary(
 _OPERATOR_SCOPE = "operators of one evaluation forward"
 
 
+_SKIPPED_ARGUMENTS = (int, float, bool, str, type(None))
+
+
 def _tensor_elements(values: Any) -> int:
-    """Elements of every tensor in an operator's arguments or result (tuples, lists, dicts)."""
+    """Elements of every tensor among an operator's arguments (tuples, lists, dicts)."""
     import torch
 
     total = 0
-    pending = [values]
-    while pending:
-        value = pending.pop()
+    for value in values:
+        kind = type(value)
+        if kind in _SKIPPED_ARGUMENTS:
+            continue
         if isinstance(value, torch.Tensor):
             total += value.numel()
-        elif isinstance(value, (tuple, list)):
-            pending.extend(value)
-        elif isinstance(value, dict):
-            pending.extend(value.values())
+        elif kind is list or kind is tuple:
+            total += _tensor_elements(value)
+        elif kind is dict:
+            total += _tensor_elements(value.values())
     return int(total)
 
 
 def _tensor_ids(values: Any) -> list[int]:
+    """Identities of every tensor among an operator's arguments (tuples, lists, dicts)."""
     import torch
 
     found: list[int] = []
-    pending = [values]
-    while pending:
-        value = pending.pop()
+    for value in values:
+        kind = type(value)
+        if kind in _SKIPPED_ARGUMENTS:
+            continue
         if isinstance(value, torch.Tensor):
             found.append(id(value))
-        elif isinstance(value, (tuple, list)):
-            pending.extend(value)
-        elif isinstance(value, dict):
-            pending.extend(value.values())
+        elif kind is list or kind is tuple:
+            found.extend(_tensor_ids(value))
+        elif kind is dict:
+            found.extend(_tensor_ids(value.values()))
     return found
 
 
@@ -1025,9 +1058,14 @@ def _crawl_counter_class() -> type:
                     call.first_op = self._sequence
                 if outcome == COUNTED:
                     call.own_flops += flops
-                    call.own_dmas += (
-                        _tensor_elements(args) + _tensor_elements(kwargs) + _tensor_elements(out)
-                    )
+                    elements = _tensor_elements(args)
+                    if kwargs:
+                        elements += _tensor_elements(kwargs.values())
+                    if isinstance(out, tensor_type):
+                        elements += out.numel()
+                    else:
+                        elements += _tensor_elements((out,))
+                    call.own_dmas += elements
                 elif outcome == UNCOUNTED:
                     if call.own_uncounted is None:
                         call.own_uncounted = set()
@@ -1037,7 +1075,9 @@ def _crawl_counter_class() -> type:
             # address; elementwise operators carry fields from their inputs to their outputs.
             first = args[0] if args else None
             if entry.exclusion == "elementwise":
-                inputs = _tensor_ids((args, kwargs))
+                inputs = _tensor_ids(args)
+                if kwargs:
+                    inputs += _tensor_ids(kwargs.values())
                 outputs = [out] if type(out) is tensor_type else _tensors_of(out)
                 self._log.append(
                     _Elementwise(
@@ -1089,33 +1129,31 @@ def _by_module(ordered: list[_Call], stats_type: Any) -> dict[str, Any]:
     in a call of the same path adds nothing more). Paths come in the order the forward first ran
     an operator inside them, outer before inner.
     """
-    flops: dict[int, int] = {}
-    uncounted: dict[int, set[str]] = {}
-    first: dict[int, int] = {}
-    for call in ordered:  # children before parents
-        key = id(call)
+    # Per call, children included: (flops, uncounted names, first operator), children first.
+    subtree: dict[_Call, tuple[int, set[str], int]] = {}
+    for call in ordered:
         total = call.own_flops
         names = set(call.own_uncounted) if call.own_uncounted else set()
         start = call.first_op
         for child in call.children:
-            child_key = id(child)
-            total += flops[child_key]
-            names |= uncounted[child_key]
-            child_start = first[child_key]
+            child_total, child_names, child_start = subtree[child]
+            total += child_total
+            if child_names:
+                names |= child_names
             if child_start >= 0 and (start < 0 or child_start < start):
                 start = child_start
-        flops[key], uncounted[key], first[key] = total, names, start
+        subtree[call] = (total, names, start)
     found: dict[str, tuple[tuple[int, int], Any]] = {}
     for call in ordered:
-        key = id(call)
-        if first[key] < 0:
+        total, names, start = subtree[call]
+        if start < 0:
             continue
         ancestor = call.parent
         while ancestor is not None and ancestor.path != call.path:
             ancestor = ancestor.parent
         if ancestor is not None:
             continue  # nested in a call of the same path, which already counts it
-        order = (first[key], call.level)
+        order = (start, call.level)
         entry = found.get(call.path)
         if entry is None:
             stats = stats_type()
@@ -1124,6 +1162,6 @@ def _by_module(ordered: list[_Call], stats_type: Any) -> dict[str, Any]:
             stats = entry[1]
             if order < entry[0]:
                 found[call.path] = (order, stats)
-        stats.flops += flops[key]
-        stats.uncounted |= uncounted[key]
+        stats.flops += total
+        stats.uncounted |= names
     return {path: stats for path, (_, stats) in sorted(found.items(), key=lambda kv: kv[1][0])}

@@ -87,7 +87,7 @@ def total(parts: Iterable[Estimate]) -> Estimate:
 
 def size(shape: Sequence[int]) -> int:
     """The number of elements of a shape (1 for the empty shape)."""
-    return int(math.prod(int(dim) for dim in shape))
+    return int(math.prod([int(dim) for dim in shape]))
 
 
 def dot_flops(terms: int) -> int:

@@ -65,7 +65,8 @@ def _shapes(value: Any) -> Any:
         return value.shape
     if isinstance(value, (tuple, list)):
         # Named tuples and return-type structs become plain tuples: formulas index them.
-        return (list if isinstance(value, list) else tuple)(_shapes(item) for item in value)
+        items = [item if type(item) is int else _shapes(item) for item in value]
+        return items if isinstance(value, list) else tuple(items)
     if isinstance(value, dict):
         return {key: _shapes(item) for key, item in value.items()}
     return value
