@@ -612,3 +612,71 @@ def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> N
         assert first.receptive_field["size"] == [3.0, 3.0]
         expected = "complete" if not births else "unavailable"
         assert second.receptive_field["status"] == expected
+
+
+def test_forward_methods_are_restored_and_keep_their_signature() -> None:
+    import inspect
+
+    seen: list[list[str]] = []
+
+    class Inspecting(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(3, 3)
+
+        def forward(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+            # Code that looks at a module's forward while it runs sees the real signature.
+            seen.append(list(inspect.signature(self.linear.forward).parameters))
+            seen.append(list(inspect.signature(self.forward).parameters))
+            return self.linear(x) * scale
+
+    model = Inspecting()
+    patched = nn.ReLU()
+    calls: list[int] = []
+
+    def patched_forward(x: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return x
+
+    patched.forward = patched_forward  # type: ignore[method-assign]
+    outer = nn.Sequential(model, patched)
+    crawl_module(outer, args=(torch.zeros(1, 3),))
+    assert seen == [["input"], ["x", "scale"]]
+    assert calls == [1]
+    assert "forward" not in model.__dict__ and "forward" not in model.linear.__dict__
+    assert patched.forward is patched_forward
+    failing = nn.Sequential(nn.ReLU(), _Failing())
+    with pytest.raises(ValueError, match="boom"):
+        crawl_module(failing, args=(torch.zeros(1, 2),))
+    assert all("forward" not in module.__dict__ for module in failing.modules())
+
+
+class _Failing(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        raise ValueError("boom")
+
+
+def test_user_hooks_still_run_and_their_changes_are_seen() -> None:
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    fired: list[str] = []
+    model[0].register_forward_pre_hook(lambda module, args: fired.append("pre"))
+    model[0].register_forward_hook(lambda module, args, out: fired.append("post"))
+    # A pre-hook that changes the input: the call records what forward received.
+    model[1].register_forward_pre_hook(lambda module, args: (args[0][:, :2],))
+    report = crawl_module(model, args=(torch.zeros(4, 3),))
+    assert fired == ["pre", "post"]
+    layers = {layer["path"]: layer for layer in report["layers"]}
+    assert layers["1"]["inputs"][0]["shape"] == [4, 2]
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+def test_scripted_submodules_are_recorded_through_hooks() -> None:
+    scripted = torch.jit.script(nn.Sequential(nn.Linear(3, 3), nn.ReLU()))
+    model = nn.Sequential(nn.Linear(3, 3), scripted)
+    before = _global_hooks()
+    report = crawl_module(model, args=(torch.zeros(2, 3),))
+    assert _global_hooks() == before
+    paths = [layer["path"] for layer in report["layers"]]
+    assert paths[:3] == ["", "0", "1"]
+    assert report["layers"][2]["output"]["shape"] == [2, 3]
+    assert report["operator_flops"]["total"]["known_value"] >= 2 * 2 * 3 * 3

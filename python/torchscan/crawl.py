@@ -348,35 +348,73 @@ def _own_counts(module: Any) -> tuple[int, int, int]:
     return int(parameters), int(trainable), int(buffers)
 
 
+# Module classes whose ``forward`` cannot be wrapped per instance: scripted modules (their
+# attributes live in C++), wrappers that copy a module's ``__dict__`` into replicas, and compiled
+# modules (their guards watch the attributes). Any of them in a model makes the recorder use
+# forward hooks instead.
+_HOOKED_TYPE_NAMES = frozenset(
+    {
+        "ScriptModule",
+        "RecursiveScriptModule",
+        "TopLevelTracedModule",
+        "TracedModule",
+        "DataParallel",
+        "DistributedDataParallel",
+        "FullyShardedDataParallel",
+        "OptimizedModule",
+    }
+)
+_NO_FORWARD = object()
+
+
+def _needs_hooks(modules: Iterable[Any]) -> bool:
+    return any(
+        klass.__name__ in _HOOKED_TYPE_NAMES for module in modules for klass in type(module).__mro__
+    )
+
+
 class _Recorder:
-    """Forward hooks on every module: the call tree, with frozen inputs and outputs of each call."""
+    """Records every module call of one forward: the call tree, with frozen inputs and outputs.
+
+    Each module's ``forward`` is wrapped for the duration (the instance attribute is set and then
+    restored): the wrappers cost a fraction of PyTorch's hook machinery and, like the absence of
+    hooks, leave PyTorch's fused inference paths on. Models holding modules that cannot be
+    wrapped (scripted, replicated or compiled) get two process-wide forward hooks instead,
+    filtered to the model's modules. Either way the call records the positional arguments its
+    ``forward`` received and what it returned, also when it raised.
+    """
 
     def __init__(self, named_modules: list[tuple[str, Any]], log: list[Any] | None) -> None:
         # A module reachable under several paths is recorded under the first.
         self.paths: dict[int, tuple[str, int]] = {}
+        self.modules: list[Any] = []
         for path, module in named_modules:
             if id(module) not in self.paths:
                 self.paths[id(module)] = (path, 0 if path == "" else path.count(".") + 1)
+                self.modules.append(module)
         self.calls: list[_Call] = []
         # Calls in the order they closed: children before their parent.
         self.closed: list[_Call] = []
         self.top: _Call | None = None
         self.call_counts: dict[str, int] = {}
         self.handles: list[Any] = []
+        self.wrapped: list[tuple[Any, Any]] = []
         # The forward's events in order, for the receptive fields (full mode only): closed calls
         # and the operators' tensor births (see the crawl counter's ``_after``).
         self.log = log
 
     def __enter__(self) -> _Recorder:
-        # Two process-wide hooks rather than two per module: registering and removing hundreds of
-        # per-module handles cost more than the filtering by module identity below.
-        from torch.nn.modules import module as torch_module
-
         try:
-            self.handles.append(torch_module.register_module_forward_pre_hook(self._pre))
-            self.handles.append(
-                torch_module.register_module_forward_hook(self._post, always_call=True)
-            )
+            if _needs_hooks(self.modules):
+                from torch.nn.modules import module as torch_module
+
+                self.handles.append(torch_module.register_module_forward_pre_hook(self._pre))
+                self.handles.append(
+                    torch_module.register_module_forward_hook(self._post_hook, always_call=True)
+                )
+            else:
+                for module in self.modules:
+                    self._wrap(module)
         except BaseException:
             self.close()
             raise
@@ -389,12 +427,42 @@ class _Recorder:
         for handle in self.handles:
             handle.remove()
         self.handles.clear()
+        for module, previous in reversed(self.wrapped):
+            if previous is _NO_FORWARD:
+                module.__dict__.pop("forward", None)
+            else:
+                module.__dict__["forward"] = previous
+        self.wrapped.clear()
+
+    def _wrap(self, module: Any) -> None:
+        inner = module.forward  # the bound method, or a forward already set on the instance
+        path, depth = self.paths[id(module)]
+        recorder = self
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            recorder._open(module, path, depth)
+            try:
+                output = inner(*args, **kwargs)
+            except BaseException:
+                recorder._post(module, args, None)
+                raise
+            recorder._post(module, args, output)
+            return output
+
+        forward.__wrapped__ = inner  # type: ignore[attr-defined]  # signature() sees the real one
+        self.wrapped.append((module, module.__dict__.get("forward", _NO_FORWARD)))
+        module.__dict__["forward"] = forward
 
     def _pre(self, module: Any, inputs: tuple[Any, ...]) -> None:
         known = self.paths.get(id(module))
-        if known is None:
-            return  # a module of another model, or not reachable from the analysed one
-        path, depth = known
+        if known is not None:  # else a module of another model, or not reachable from this one
+            self._open(module, known[0], known[1])
+
+    def _post_hook(self, module: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        if id(module) in self.paths:
+            self._post(module, inputs, output)
+
+    def _open(self, module: Any, path: str, depth: int) -> None:
         index = self.call_counts.get(path, 0)
         self.call_counts[path] = index + 1
         parent = self.top
@@ -405,9 +473,7 @@ class _Recorder:
         self.top = call
 
     def _post(self, module: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        # With always_call, this also runs when forward raised; the stack stays consistent.
-        if id(module) not in self.paths:
-            return
+        # Also runs when forward raised; the stack stays consistent.
         call = self.top
         while call is not None and call.module is not module:
             call = call.parent

@@ -189,6 +189,9 @@ def resolve_rule(
     return _fallback_rule(func)
 
 
+# The built-in formula table and the rules resolved against it (``OperatorFlopMode``).
+_SHARED_RULES: list[Any] = [None, {}]
+
 # TorchDispatchMode is untyped; seen through ``Any`` so strict mypy accepts the subclass.
 _DispatchModeBase: Any = TorchDispatchMode
 _NO_KWARGS: Mapping[str, Any] = {}
@@ -218,6 +221,13 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         # ``register_flop_formula`` before then are used too.
         self._builtins = builtin_formulas()
         self._entries: dict[Any, Entry] = {}
+        # Without formulas of its own, a counter resolves every overload as any other counter
+        # of the same built-in table does: those rules are shared across counters.
+        self._shared_rules: dict[Any, Rule] | None = None
+        if not user_formulas:
+            if _SHARED_RULES[0] is not self._builtins:
+                _SHARED_RULES[0], _SHARED_RULES[1] = self._builtins, {}
+            self._shared_rules = _SHARED_RULES[1]
 
     def _entry(self, func: Any) -> Entry:
         """Resolve ``func`` once (see the module docstring for the order of the rules)."""
@@ -227,7 +237,11 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         elif func.namespace in _MARKER_NAMESPACES:
             entry = Entry(_MARKER, "", op, None)
         else:
-            rule = resolve_rule(func, self._user_formulas, self._builtins)
+            rule = self._shared_rules.get(func) if self._shared_rules is not None else None
+            if rule is None:
+                rule = resolve_rule(func, self._user_formulas, self._builtins)
+                if self._shared_rules is not None:
+                    self._shared_rules[func] = rule
             entry = self._entry_of_rule(func, rule)
         self._entries[func] = entry
         return entry
