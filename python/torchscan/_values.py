@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from math import prod
 from typing import Any
 
 from .reports import NamedValueMeta, TensorMeta, ValueMeta
@@ -70,10 +71,7 @@ class TensorSpec:
 
     def numel(self) -> int:
         """Number of elements."""
-        count = 1
-        for size in self.shape:
-            count *= size
-        return int(count)
+        return int(prod(self.shape))
 
 
 class _FrozenRecord:

@@ -222,6 +222,17 @@ def _unique_tensors(named: Iterable[tuple[str, Any]]) -> tuple[list[Any], int]:
     Tensors are the same when they are the same object or view the same storage the same way
     (same data pointer, device, shape, strides and dtype).
     """
+    named = list(named)
+    distinct = list({id(tensor): tensor for _, tensor in named}.values())
+    if len(distinct) == len(named):
+        # The usual case: no tensor under two names, and (checked next) no two views of one
+        # storage; anything else takes the general path below.
+        try:
+            pointers = {tensor.data_ptr() for tensor in distinct}
+        except (RuntimeError, NotImplementedError):
+            pointers = set()
+        if len(pointers) == len(distinct) and 0 not in pointers:
+            return distinct, 0
     by_identity: dict[int, list[Any]] = {}  # id -> [tensor, name, name, ...]
     for name, tensor in named:
         entry = by_identity.get(id(tensor))
@@ -312,12 +323,15 @@ def _totals_storage(
         "buffers": int(buffer_count),
         "shared_tensors": shared_params + shared_buffers,
     }
-    by_id: dict[int, list[str]] = {}
-    for name, tensor in (*named_parameters, *named_buffers):
-        by_id.setdefault(id(tensor), []).append(name)
-    shared_names = [
-        " = ".join(dict.fromkeys(names)) for names in by_id.values() if len(set(names)) > 1
-    ]
+    shared_names: list[str] = []
+    everything = (*named_parameters, *named_buffers)
+    if len({id(tensor) for _, tensor in everything}) != len(everything):
+        by_id: dict[int, list[str]] = {}
+        for name, tensor in everything:
+            by_id.setdefault(id(tensor), []).append(name)
+        shared_names = [
+            " = ".join(dict.fromkeys(names)) for names in by_id.values() if len(set(names)) > 1
+        ]
     return (
         counts,
         _metrics.complete(
@@ -753,17 +767,18 @@ class _FieldTracker:
                 f"{type_name} works on {len(step.kernel)} spatial dimensions, "
                 f"its input has {len(size)}"
             )
-        new_size: list[float] = []
-        new_stride: list[float] = []
-        new_padding: list[float] = []
-        steps = zip(step.kernel, step.dilation, step.stride, step.padding, strict=True)
-        for r, j, p, (k, d, s, q) in zip(size, stride, padding, steps, strict=True):
-            new_size.append(r + (k - 1) * d * j)
-            new_stride.append(j * s)
-            new_padding.append(p + q * j)
-        new_state: _FieldState = (tuple(new_size), tuple(new_stride), tuple(new_padding))
+        new_state: _FieldState = (
+            tuple(
+                [
+                    r + (k - 1) * d * j
+                    for r, k, d, j in zip(size, step.kernel, step.dilation, stride, strict=True)
+                ]
+            ),
+            tuple([j * s for j, s in zip(stride, step.stride, strict=True)]),
+            tuple([p + q * j for p, q, j in zip(padding, step.padding, stride, strict=True)]),
+        )
         for tensor in outputs:
-            if tensor.ndim - 2 == len(size):
+            if len(tensor.shape) - 2 == len(size):
                 self._states[tensor.ident] = new_state
         return _field(new_state)
 
@@ -1156,11 +1171,18 @@ def _crawl_counter_class() -> type:
                 if out is not first and out is not kwargs.get("out"):
                     self._log.append(id(out))
             elif out is not None:
+                tensors = (
+                    [item for item in out if isinstance(item, tensor_type)]
+                    if type(out) is tuple
+                    else _tensors_of(out)
+                )
                 self._log.append(
                     tuple(
-                        id(tensor)
-                        for tensor in _tensors_of(out)
-                        if tensor is not first and tensor is not kwargs.get("out")
+                        [
+                            id(tensor)
+                            for tensor in tensors
+                            if tensor is not first and tensor is not kwargs.get("out")
+                        ]
                     )
                 )
 

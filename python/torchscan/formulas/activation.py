@@ -66,7 +66,14 @@ def gelu_flops(approximate: str) -> int:
     return 14 if approximate == "tanh" else 5
 
 
+# Per-element FLOPs of the classes whose count depends on the class alone, found once per class.
+_BY_CLASS: dict[type, int] = {}
+
+
 def _per_element(module: nn.Module) -> int:
+    known = _BY_CLASS.get(type(module))
+    if known is not None:
+        return known
     if isinstance(module, nn.RReLU):
         # A fixed slope in eval mode (as LeakyReLU); training draws one slope per element.
         return 5 if module.training else 4
@@ -74,6 +81,7 @@ def _per_element(module: nn.Module) -> int:
         return gelu_flops(module.approximate)
     for kind, flops in PER_ELEMENT_FLOPS:
         if isinstance(module, kind):
+            _BY_CLASS[type(module)] = flops
             return flops
     raise TypeError(f"no per-element FLOPs for {type(module)!r}")  # pragma: no cover
 

@@ -63,6 +63,13 @@ def _shapes(value: Any) -> Any:
     """``value`` with every tensor replaced by its shape, through tuples, lists and dicts."""
     if isinstance(value, torch.Tensor):
         return value.shape
+    kind = type(value)
+    if kind is list or kind is tuple:
+        for item in value:
+            if type(item) is not int:
+                break
+        else:
+            return value  # sizes, strides, paddings: nothing to replace
     if isinstance(value, (tuple, list)):
         # Named tuples and return-type structs become plain tuples: formulas index them.
         items = [item if type(item) is int else _shapes(item) for item in value]

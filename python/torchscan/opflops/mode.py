@@ -220,7 +220,7 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         # Read when the counter starts, so formulas registered with PyTorch's
         # ``register_flop_formula`` before then are used too.
         self._builtins = builtin_formulas()
-        self._entries: dict[Any, Entry] = {}
+        self._entries: dict[int, Entry] = {}
         # Without formulas of its own, a counter resolves every overload as any other counter
         # of the same built-in table does: those rules are shared across counters.
         self._shared_rules: dict[Any, Rule] | None = None
@@ -243,7 +243,7 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
                 if self._shared_rules is not None:
                     self._shared_rules[func] = rule
             entry = self._entry_of_rule(func, rule)
-        self._entries[func] = entry
+        self._entries[id(func)] = entry
         return entry
 
     def _entry_of_rule(self, func: Any, rule: Rule) -> Entry:
@@ -266,7 +266,9 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        entry = self._entries.get(func)
+        # Keyed by identity: an overload's own ``__hash__`` is Python code, and overloads live
+        # as long as the process.
+        entry = self._entries.get(id(func))
         if entry is None:
             if isinstance(func, torch._ops.HigherOrderOperator):
                 return self._higher_order(func, args, kwargs or {})
@@ -282,7 +284,7 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
                 result = _decompose(func, args, kwargs or {})
             if result is not NotImplemented:
                 return result
-            entry = self._entries[func] = self._entry_of_rule(func, _fallback_rule(func))
+            entry = self._entries[id(func)] = self._entry_of_rule(func, _fallback_rule(func))
             code = entry.code
         out = entry.op(*args, **kwargs) if kwargs else entry.op(*args)
         stats = entry.stats
