@@ -589,7 +589,7 @@ def test_receptive_field_does_not_leak_to_a_tensor_at_a_reused_address() -> None
     assert fields["conv"]["status"] == "complete"
     assert fields["conv"]["size"] == [3.0, 3.0]
     assert fields["pool"]["status"] == "unavailable"
-    assert "does not come from the model input" in fields["pool"]["reason"]
+    assert "does not keep spatial positions aligned" in fields["pool"]["reason"]
 
 
 def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> None:
@@ -680,3 +680,26 @@ def test_scripted_submodules_are_recorded_through_hooks() -> None:
     assert paths[:3] == ["", "0", "1"]
     assert report["layers"][2]["output"]["shape"] == [2, 3]
     assert report["operator_flops"]["total"]["known_value"] >= 2 * 2 * 3 * 3
+
+
+class _AttentionResidual(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(8, 8, 3, padding=1)
+        self.attention = nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x)  # (batch, channels, length): a field of 3
+        tokens = x.transpose(1, 2)
+        mixed, _ = self.attention(tokens, tokens, tokens)
+        return x + mixed.transpose(1, 2)  # every position now sees every other one
+
+
+def test_a_residual_around_attention_has_no_receptive_field() -> None:
+    report = crawl_module(_AttentionResidual(), (8, 10))
+    fields = {layer["path"]: layer["receptive_field"] for layer in report["layers"]}
+    assert fields["conv"]["status"] == "complete" and fields["conv"]["size"] == [3.0]
+    assert fields["attention"]["status"] == "unavailable"
+    # The sum of the convolution's output and the attention's is not the convolution's field.
+    assert fields[""]["status"] == "unavailable"
+    assert "does not keep spatial positions" in fields[""]["reason"]

@@ -685,6 +685,23 @@ class _Elementwise:
         self.births = births  # ids of outputs that are new tensors
 
 
+_MIXED = object()
+_MIXED_REASON = (
+    "the input depends on the model input through a step that does not keep spatial positions "
+    "aligned (attention, a linear or recurrent layer, an upsampling, a transposed convolution)"
+)
+
+
+class _Births:
+    """Tensors an operator created (``births``) from the tensors it was given (``sources``)."""
+
+    __slots__ = ("births", "sources")
+
+    def __init__(self, births: list[int], sources: list[int]) -> None:
+        self.births = births
+        self.sources = sources
+
+
 class _FieldTracker:
     """Receptive field, effective stride and padding carried by tensors along the forward.
 
@@ -694,7 +711,13 @@ class _FieldTracker:
     """
 
     def __init__(self) -> None:
-        self._states: dict[int, _FieldState] = {}
+        # A field state, or ``_MIXED`` for a tensor that depends on the input through a step
+        # that does not keep positions aligned (attention, a linear layer, an upsampling...).
+        self._states: dict[int, Any] = {}
+
+    def _mix(self, outputs: Iterable[Any]) -> None:
+        for tensor in outputs:
+            self._states[tensor.ident] = _MIXED
 
     def seed(self, inputs: Iterable[Any]) -> None:
         for tensor in inputs:
@@ -707,17 +730,26 @@ class _FieldTracker:
         states = self._states
         for event in log:
             kind = type(event)
-            if kind is int:
-                states.pop(event, None)
+            if kind is tuple:  # (new tensor, the tensor it was computed from)
+                if event[1] in states:
+                    states[event[0]] = _MIXED
+                else:
+                    states.pop(event[0], None)
             elif kind is _Call:
                 event.receptive_field = self.on_call(event)
+            elif kind is int:  # a new tensor computed from no tensor
+                states.pop(event, None)
             elif kind is _Elementwise:
                 for ident in event.births:
                     states.pop(ident, None)
                 self.combine(event)
             else:
-                for ident in event:
-                    states.pop(ident, None)
+                mixed = any(ident in states for ident in event.sources)
+                for ident in event.births:
+                    if mixed:
+                        states[ident] = _MIXED
+                    else:
+                        states.pop(ident, None)
 
     def combine(self, event: _Elementwise) -> None:
         """Propagate through an elementwise operator: the union of its inputs' fields."""
@@ -725,11 +757,18 @@ class _FieldTracker:
         states = [state for state in found if state is not None]
         if not states:
             return
+        mixed = any(state is _MIXED for state in states) or (
+            len(states) > 1 and len({(len(s[0]), s[1]) for s in states}) != 1
+        )
+        if mixed:
+            # One input depends on the model input in a way no field describes (or the inputs'
+            # grids differ): neither does the result.
+            for ident, _ in event.outputs:
+                self._states[ident] = _MIXED
+            return
         if len(states) == 1:
             size, padding = states[0][0], states[0][2]
         else:
-            if len({(len(s[0]), s[1]) for s in states}) != 1:
-                return
             size = tuple(max(values) for values in zip(*(s[0] for s in states), strict=True))
             padding = tuple(max(values) for values in zip(*(s[2] for s in states), strict=True))
         for ident, ndim in event.outputs:
@@ -747,6 +786,8 @@ class _FieldTracker:
                     "the output is not produced by a chain of tracked layers "
                     "(branches merged by an untracked operation, or no spatial dimensions)"
                 )
+            if state is _MIXED:
+                return _unavailable_field(_MIXED_REASON)
             return _field(state)
         first = call.inputs[0] if call.inputs else None
         inputs = [first] if type(first) is TensorSpec else iter_tensors(call.inputs)
@@ -756,13 +797,21 @@ class _FieldTracker:
             return _unavailable_field(
                 "the input does not come from the model input through tracked layers"
             )
+        # From here the output depends on the model input: when no field describes that
+        # dependence, the outputs are marked so that nothing after them claims one.
+        if state is _MIXED:
+            self._mix(outputs)
+            return _unavailable_field(_MIXED_REASON)
         if isinstance(call.module, formulas.nn.modules.conv._ConvTransposeNd):
+            self._mix(outputs)
             return _unavailable_field("transposed convolutions are not tracked")
         step = formulas.field_step(call.module, call.inputs, call.output)
         if step is None:
+            self._mix(outputs)
             return _unavailable_field(f"{type_name} does not keep spatial positions aligned")
         size, stride, padding = state
         if len(step.kernel) != len(size):
+            self._mix(outputs)
             return _unavailable_field(
                 f"{type_name} works on {len(step.kernel)} spatial dimensions, "
                 f"its input has {len(size)}"
@@ -1168,23 +1217,33 @@ def _crawl_counter_class() -> type:
                     )
                 )
             elif type(out) is tensor_type or isinstance(out, tensor_type):
+                # Other operators' new results depend on their first argument (the tensor an
+                # operator works on, or the list of them) in a way no field step describes.
                 if out is not first and out is not kwargs.get("out"):
-                    self._log.append(id(out))
+                    if isinstance(first, tensor_type):
+                        self._log.append((id(out), id(first)))
+                    elif type(first) is list or type(first) is tuple:
+                        self._log.append(_Births([id(out)], _tensor_ids(first)))
+                    else:
+                        self._log.append(id(out))
             elif out is not None:
                 tensors = (
                     [item for item in out if isinstance(item, tensor_type)]
                     if type(out) is tuple
                     else _tensors_of(out)
                 )
-                self._log.append(
-                    tuple(
-                        [
-                            id(tensor)
-                            for tensor in tensors
-                            if tensor is not first and tensor is not kwargs.get("out")
-                        ]
-                    )
-                )
+                births = [
+                    id(tensor)
+                    for tensor in tensors
+                    if tensor is not first and tensor is not kwargs.get("out")
+                ]
+                if isinstance(first, tensor_type):
+                    sources = [id(first)]
+                elif type(first) is list or type(first) is tuple:
+                    sources = _tensor_ids(first)
+                else:
+                    sources = []
+                self._log.append(_Births(births, sources))
 
         def report(self, ordered: list[_Call]) -> OperatorFlops:
             """The ``operator_flops`` section, ``by_module`` summed over the call tree."""
