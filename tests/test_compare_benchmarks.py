@@ -75,3 +75,38 @@ def test_different_work_is_refused() -> None:
 def test_bad_options(kwargs: dict[str, object]) -> None:
     with pytest.raises(InvalidArgumentError):
         compare_benchmarks(example_report_text(), example_report_text(), **kwargs)  # type: ignore[arg-type]
+
+
+def test_paired_rounds_give_the_per_round_interval_and_say_so() -> None:
+    baseline = json.loads(example_report_text())
+    candidate = scaled(1.25)
+    report = compare_benchmarks(baseline, candidate, paired=True)
+    latency = next(d for d in report["deltas"] if d["metric"] == "latency")
+    # Every round is exactly 1.25 times as long: every resample gives the same median ratio.
+    assert latency["ratio_ci_low"] == pytest.approx(1.25)
+    assert latency["ratio_ci_high"] == pytest.approx(1.25)
+    assert report["verdict"] == "slower"
+    notes = [d["message"] for d in report["diagnostics"] if d["code"] == "note"]
+    assert len(notes) == 1
+    assert "150 rounds" in notes[0] and "(here 1.250)" in notes[0]
+    unpaired = compare_benchmarks(baseline, candidate)
+    assert "note" not in [d["code"] for d in unpaired["diagnostics"]]
+    assert torchscan.validate_report(report) == "benchmark_comparison"
+
+
+def test_paired_rounds_need_the_same_number_of_blocks() -> None:
+    fewer = json.loads(example_report_text())
+    timing = fewer["timing"]
+    timing["block_durations_s"] = timing["block_durations_s"][:-1]
+    latency, iqr, calls, seconds = torchscan._core.block_timing(
+        timing["block_durations_s"], timing["calls_per_block"]
+    )
+    for key, value in (
+        ("latency", latency),
+        ("latency_iqr", iqr),
+        ("throughput", 32 * calls / seconds),
+    ):
+        fewer["metrics"][key]["value"] = fewer["metrics"][key]["known_value"] = value
+    with pytest.raises(ReportComparisonError, match="150 timed blocks and the candidate 149"):
+        compare_benchmarks(example_report_text(), fewer, paired=True)
+    assert compare_benchmarks(example_report_text(), fewer)["kind"] == "benchmark_comparison"

@@ -18,6 +18,7 @@ from .errors import (
     ReportValidationError,
     TorchscanError,
 )
+from .experiment import Experiment, compare_workloads
 from .flops import OperatorFlopCounter, measure_flops
 from .memory import TensorMemoryTracker, measure_peak_memory
 from .render import render_report
@@ -51,6 +52,7 @@ __all__ = [
     "BenchmarkReport",
     "Context",
     "Diagnostic",
+    "Experiment",
     "FlopReport",
     "IncompleteAnalysisError",
     "IncompleteMeasurementError",
@@ -69,6 +71,7 @@ __all__ = [
     "check_outputs",
     "compare_benchmarks",
     "compare_reports",
+    "compare_workloads",
     "crawl_module",
     "format_summary",
     "measure_flops",

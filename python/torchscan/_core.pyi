@@ -59,4 +59,5 @@ def compare_benchmarks_json(
     bootstrap_resamples: int = 2000,
     seed: int = 0,
     min_effect: float = 0.02,
+    paired: bool = False,
 ) -> str: ...

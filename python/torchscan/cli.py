@@ -143,6 +143,49 @@ def _measure(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(arguments: argparse.Namespace) -> int:
+    from .errors import TorchscanError
+    from .experiment import compare_workloads
+
+    baseline = _load_reference(arguments.baseline)
+    candidate = _load_reference(arguments.candidate)
+    metrics = arguments.metrics.split(",") if arguments.metrics else None
+    try:
+        experiment = compare_workloads(
+            baseline,
+            candidate,
+            rtol=arguments.rtol,
+            atol=arguments.atol,
+            equal_nan=arguments.equal_nan,
+            device=arguments.device,
+            work_units=arguments.work_units,
+            work_unit=arguments.work_unit,
+            metrics=metrics,
+            print_summary=arguments.json != "-",
+            min_time_s=arguments.min_time,
+            max_time_s=max(arguments.max_time, arguments.min_time),
+            min_effect=arguments.min_effect,
+            seed=arguments.seed,
+        )
+    except TorchscanError as error:
+        print(f"python -m torchscan compare: {error}", file=sys.stderr)
+        return 2
+    if arguments.json is not None:
+        _write_json(arguments.json, experiment.comparison)
+    if arguments.html:
+        from .render import render_report
+
+        _write_text(arguments.html, render_report(experiment.comparison))
+    for path, report in (
+        (arguments.baseline_json, experiment.baseline),
+        (arguments.candidate_json, experiment.candidate),
+        (arguments.check_json, experiment.check),
+    ):
+        if path:
+            _write_json(path, report)
+    return 1 if experiment.comparison["check"]["status"] == "failed" else 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m torchscan",
@@ -179,6 +222,59 @@ def _parser() -> argparse.ArgumentParser:
     measure.add_argument("--max-time", type=float, default=10.0, help="maximum timing seconds")
     measure.add_argument("--json", default=None, help="write the report here ('-': stdout)")
     measure.set_defaults(handler=_measure)
+    compare = commands.add_parser(
+        "compare",
+        help="check a candidate against a baseline and time both, interleaved",
+        description=(
+            "Call a baseline and a candidate (zero-argument callables) once each and check their "
+            "outputs, then time both in interleaved blocks and compare. Example: python -m "
+            "torchscan compare base.py:workload fast.py:workload --rtol 1e-5 --atol 1e-6 "
+            "--json comparison.json. Exit codes: 0 compared, 1 the output check failed (every "
+            "delta withheld; the reports are still written) or a workload could not be loaded, "
+            "2 usage."
+        ),
+    )
+    compare.add_argument("baseline", help="module:attr or path/to/file.py:attr")
+    compare.add_argument("candidate", help="module:attr or path/to/file.py:attr")
+    compare.add_argument(
+        "--rtol", type=float, default=1e-5, help="relative tolerance of the output check"
+    )
+    compare.add_argument(
+        "--atol", type=float, default=1e-8, help="absolute tolerance of the output check"
+    )
+    compare.add_argument(
+        "--equal-nan", action="store_true", help="NaNs in the same places count as equal"
+    )
+    compare.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
+    compare.add_argument("--work-units", type=float, default=1.0, help="work units per call")
+    compare.add_argument("--work-unit", default="calls", help="name of a work unit")
+    compare.add_argument(
+        "--metrics",
+        default=None,
+        help="comma-separated passes, as for measure (default: latency, operator_flops, "
+        "tensor_memory)",
+    )
+    compare.add_argument(
+        "--min-time", type=float, default=2.0, help="minimum seconds of interleaved timing"
+    )
+    compare.add_argument(
+        "--max-time", type=float, default=10.0, help="maximum seconds of interleaved timing"
+    )
+    compare.add_argument(
+        "--min-effect",
+        type=float,
+        default=0.02,
+        help="smallest relative change that counts (default 0.02)",
+    )
+    compare.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
+    compare.add_argument(
+        "--json", default=None, help="write the comparison here ('-': stdout, no summary)"
+    )
+    compare.add_argument("--html", default=None, help="write the comparison's HTML page here")
+    compare.add_argument("--baseline-json", default=None, help="write the baseline's report here")
+    compare.add_argument("--candidate-json", default=None, help="write the candidate's report here")
+    compare.add_argument("--check-json", default=None, help="write the output check here")
+    compare.set_defaults(handler=_compare)
     return parser
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import cast
 
 from . import _core
@@ -10,7 +11,12 @@ from .errors import InvalidArgumentError, ReportComparisonError, ReportValidatio
 from .reports import BenchmarkComparison, ReportDiff
 from .validation import ReportInput, report_json
 
-__all__ = ["ReportComparisonError", "compare_benchmarks", "compare_reports"]
+__all__ = [
+    "ReportComparisonError",
+    "check_comparison_options",
+    "compare_benchmarks",
+    "compare_reports",
+]
 
 
 def _side_json(side: str, report: ReportInput) -> str:
@@ -55,6 +61,26 @@ def compare_reports(before: ReportInput, after: ReportInput) -> ReportDiff:
     return cast(ReportDiff, json.loads(text))
 
 
+def check_comparison_options(
+    confidence_level: float, bootstrap_resamples: int, seed: int, min_effect: float
+) -> None:
+    """Raise :class:`~torchscan.InvalidArgumentError` for an option the core would refuse."""
+    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float)):
+        raise InvalidArgumentError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    if not (0 < confidence_level < 1):
+        raise InvalidArgumentError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    if isinstance(bootstrap_resamples, bool) or not isinstance(bootstrap_resamples, int):
+        raise InvalidArgumentError("bootstrap_resamples must be a positive integer")
+    if bootstrap_resamples < 1 or bootstrap_resamples > 1_000_000:
+        raise InvalidArgumentError("bootstrap_resamples must be between 1 and 1,000,000")
+    if isinstance(min_effect, bool) or not isinstance(min_effect, (int, float)):
+        raise InvalidArgumentError(f"min_effect must be a number >= 0, got {min_effect!r}")
+    if not (math.isfinite(min_effect) and min_effect >= 0):
+        raise InvalidArgumentError(f"min_effect must be finite and >= 0, got {min_effect!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
+        raise InvalidArgumentError("seed must be an integer in [0, 2**64)")
+
+
 def compare_benchmarks(
     baseline: ReportInput,
     candidate: ReportInput,
@@ -64,6 +90,7 @@ def compare_benchmarks(
     bootstrap_resamples: int = 2000,
     seed: int = 0,
     min_effect: float = 0.02,
+    paired: bool = False,
 ) -> BenchmarkComparison:
     """Compare a candidate benchmark with a baseline; return a ``benchmark_comparison`` report.
 
@@ -76,24 +103,27 @@ def compare_benchmarks(
     withheld; without it the comparison is ``unchecked``. A passing check does not establish
     task accuracy. Reports that count different work are refused with
     :class:`ReportComparisonError`.
-    """
-    import math
 
-    if not (0 < confidence_level < 1):
-        raise InvalidArgumentError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
-    if isinstance(bootstrap_resamples, bool) or not isinstance(bootstrap_resamples, int):
-        raise InvalidArgumentError("bootstrap_resamples must be a positive integer")
-    if bootstrap_resamples < 1 or bootstrap_resamples > 1_000_000:
-        raise InvalidArgumentError("bootstrap_resamples must be between 1 and 1,000,000")
-    if not (math.isfinite(min_effect) and min_effect >= 0):
-        raise InvalidArgumentError(f"min_effect must be finite and >= 0, got {min_effect!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-        raise InvalidArgumentError("seed must be an integer in [0, 2**64)")
+    ``paired=True`` is for two reports of one interleaved run (as
+    :func:`~torchscan.compare_workloads` makes them), where block ``i`` of each side ran in the
+    same round: rounds are resampled whole, and the latency interval is that of the median of
+    per-round ratios, in which drift of the machine cancels. It needs the same number of blocks
+    on both sides (otherwise :class:`ReportComparisonError`) and is noted in the report's
+    diagnostics.
+    """
+    check_comparison_options(confidence_level, bootstrap_resamples, seed, min_effect)
     sides = [_side_json("baseline", baseline), _side_json("candidate", candidate)]
     check_text = _side_json("check", check) if check is not None else None
     try:
         text = _core.compare_benchmarks_json(
-            sides[0], sides[1], check_text, confidence_level, bootstrap_resamples, seed, min_effect
+            sides[0],
+            sides[1],
+            check_text,
+            confidence_level,
+            bootstrap_resamples,
+            seed,
+            min_effect,
+            bool(paired),
         )
     except _core.CoreValidationError as error:
         raise ReportValidationError(

@@ -6,13 +6,22 @@ Statistics come from the core (``torchscan._core.block_timing``); this module on
 from __future__ import annotations
 
 import math
+import random
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["TimingBudget", "TimingRun", "run_timing", "synchronizer", "timer_overhead_s"]
+__all__ = [
+    "TimingBudget",
+    "TimingRun",
+    "run_interleaved_timing",
+    "run_timing",
+    "synchronizer",
+    "timed_call",
+    "timer_overhead_s",
+]
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,51 @@ class _Progress:
             sys.stderr.flush()
 
 
+def timed_call(workload: Callable[[], Any], sync: Callable[[], None]) -> tuple[float, Any]:
+    """One call of ``workload`` timed alone, device work included: ``(seconds, output)``."""
+    clock = time.perf_counter_ns
+    sync()
+    start = clock()
+    output = workload()
+    sync()
+    return (clock() - start) * 1e-9, output
+
+
+def _warm_up(
+    workload: Callable[[], Any], sync: Callable[[], None], warmup_time_s: float
+) -> tuple[int, float]:
+    """At least one call, then as many as fit in ``warmup_time_s``: ``(calls, s per call)``."""
+    clock = time.perf_counter_ns
+    warmup_calls = 0
+    warmup_start = clock()
+    deadline = warmup_start + int(warmup_time_s * 1e9)
+    while True:
+        workload()
+        warmup_calls += 1
+        if clock() >= deadline:
+            break
+    sync()
+    return warmup_calls, max((clock() - warmup_start) * 1e-9 / warmup_calls, 1e-9)
+
+
+def _calls_per_block(per_call_s: float, block_target_s: float) -> int:
+    """The calls that fill a block of ``block_target_s`` (at least one)."""
+    return max(1, math.ceil(block_target_s / per_call_s))
+
+
+def _timed_block(
+    workload: Callable[[], Any], calls_per_block: int, sync: Callable[[], None]
+) -> float:
+    """The duration of one block of ``calls_per_block`` calls, synchronised at its edges only."""
+    clock = time.perf_counter_ns
+    sync()
+    block_start = clock()
+    for _ in range(calls_per_block):
+        workload()
+    sync()
+    return max(clock() - block_start, 1) * 1e-9
+
+
 def run_timing(workload: Callable[[], Any], device: Any, budget: TimingBudget) -> TimingRun:
     """Time ``workload``: the first call alone, then warm-up, then calibrated blocks.
 
@@ -94,58 +148,89 @@ def run_timing(workload: Callable[[], Any], device: Any, budget: TimingBudget) -
     are reached, or ``max_time_s`` has passed. Device work is synchronised at block edges only.
     The workload's own exception propagates unchanged.
     """
-    clock = time.perf_counter_ns
     sync = synchronizer(device)
     overhead_s = timer_overhead_s()
+    first_call_s, _ = timed_call(workload, sync)
+    return run_interleaved_timing(
+        [workload], device, budget, first_calls_s=[first_call_s], overhead_s=overhead_s
+    )[0]
 
-    sync()
-    start = clock()
-    workload()
-    sync()
-    first_call_s = max((clock() - start) * 1e-9, overhead_s)
 
-    # Warm-up: at least one call, then as many as fit in the warm-up time.
-    warmup_calls = 0
-    warmup_start = clock()
-    deadline = warmup_start + int(budget.warmup_time_s * 1e9)
-    while True:
-        workload()
-        warmup_calls += 1
-        if clock() >= deadline:
-            break
-    sync()
-    per_call_s = max((clock() - warmup_start) * 1e-9 / warmup_calls, 1e-9)
+def run_interleaved_timing(
+    workloads: Sequence[Callable[[], Any]],
+    device: Any,
+    budget: TimingBudget,
+    *,
+    first_calls_s: Sequence[float],
+    overhead_s: float | None = None,
+    order_seed: int | None = None,
+    until: Callable[[list[TimingRun]], bool] | None = None,
+) -> list[TimingRun]:
+    """Time several workloads in rounds of one block each; return one ``TimingRun`` each.
 
+    Each workload's first call was timed by the caller (``first_calls_s``). Each is warmed up for
+    ``budget.warmup_time_s``; calls per block are calibrated as in :func:`run_timing` for each,
+    and all workloads run the largest of these, so that their blocks differ only by the
+    workloads' own speed. Then rounds run one block of every workload, and rounds come in pairs
+    whose second round reverses the first's order (A B then B A, for two workloads): each
+    workload goes first equally often, and slow drift of the machine weighs on all alike. With
+    ``order_seed``, each pair of rounds starts in an order drawn at random from that seed (A B,
+    B A or B A, A B), so that no periodic interference can keep hitting one workload. Pairs of
+    rounds continue until every workload has ``min_blocks`` blocks, the rounds have lasted
+    ``min_time_s`` (the whole interleaved phase) and ``until`` (when given) returns true for the
+    runs so far, or until ``max_time_s`` has passed. Every workload gets the same number of
+    blocks. A workload's own exception propagates unchanged.
+    """
+    clock = time.perf_counter_ns
+    sync = synchronizer(device)
+    if overhead_s is None:
+        overhead_s = timer_overhead_s()
     block_target_s = max(
         overhead_s / budget.max_timer_overhead_ratio,
-        budget.min_time_s / (2 * budget.min_blocks),
+        budget.min_time_s / (2 * budget.min_blocks * len(workloads)),
     )
-    calls_per_block = max(1, math.ceil(block_target_s / per_call_s))
-    run = TimingRun(
-        first_call_s=first_call_s,
-        warmup_calls=warmup_calls,
-        calls_per_block=calls_per_block,
-        timer_overhead_s=overhead_s,
+    warm_ups = [_warm_up(workload, sync, budget.warmup_time_s) for workload in workloads]
+    # One block size for all: blocks of different sizes meet a shared machine's time slicing
+    # differently (a few percent on a busy machine), which would bias the comparison.
+    calls_per_block = max(
+        _calls_per_block(per_call_s, block_target_s) for _, per_call_s in warm_ups
     )
-    progress = _Progress(max(budget.min_time_s, first_call_s * budget.min_blocks))
+    runs = [
+        TimingRun(
+            first_call_s=max(first_call_s, overhead_s),
+            warmup_calls=warmup_calls,
+            calls_per_block=calls_per_block,
+            timer_overhead_s=overhead_s,
+        )
+        for (warmup_calls, _), first_call_s in zip(warm_ups, first_calls_s, strict=True)
+    ]
+    forward = list(range(len(workloads)))
+    backward = forward[::-1]
+    draw = random.Random(order_seed) if order_seed is not None else None
+    progress = _Progress(max(budget.min_time_s, max(first_calls_s) * budget.min_blocks))
     timing_start = clock()
+    rounds = 0
     try:
         while True:
-            sync()
-            block_start = clock()
-            for _ in range(calls_per_block):
-                workload()
-            sync()
-            duration_ns = clock() - block_start
-            run.block_durations_s.append(max(duration_ns, 1) * 1e-9)
+            flip = draw is not None and draw.random() < 0.5
+            for order in (backward, forward) if flip else (forward, backward):
+                for index in order:
+                    run = runs[index]
+                    run.block_durations_s.append(
+                        _timed_block(workloads[index], run.calls_per_block, sync)
+                    )
+                rounds += 1
+                if len(workloads) == 1:
+                    break  # one workload: rounds need no pairing
             elapsed_s = (clock() - timing_start) * 1e-9
-            progress.update(elapsed_s, len(run.block_durations_s))
-            enough = len(run.block_durations_s) >= budget.min_blocks
-            if enough and elapsed_s >= budget.min_time_s:
+            progress.update(elapsed_s, rounds * len(workloads))
+            enough = rounds >= budget.min_blocks
+            if enough and elapsed_s >= budget.min_time_s and (until is None or until(runs)):
                 break
             if elapsed_s >= budget.max_time_s:
-                run.stopped_by_max_time = not enough
+                for run in runs:
+                    run.stopped_by_max_time = not enough
                 break
     finally:
         progress.close()
-    return run
+    return runs

@@ -21,6 +21,7 @@ from .profiling import not_requested_profiler, run_profiler
 from .reports import (
     BenchmarkMetrics,
     BenchmarkReport,
+    Context,
     Diagnostic,
     MetricResult,
     OperatorFlops,
@@ -258,6 +259,217 @@ def _rss_pass(
     )
 
 
+def _check_work(work_units: Any, work_unit: Any) -> None:
+    if isinstance(work_units, bool) or not isinstance(work_units, (int, float)):
+        raise InvalidArgumentError(f"work_units must be a positive number, got {work_units!r}")
+    if not (math.isfinite(work_units) and work_units > 0):
+        raise InvalidArgumentError(f"work_units must be positive and finite, got {work_units!r}")
+    if not isinstance(work_unit, str) or not _WORK_UNIT.match(work_unit):
+        raise InvalidArgumentError(
+            "work_unit must be a name such as 'samples', 'tokens' or 'images' (a letter, then "
+            f"letters, digits, '_' or '-'); got {work_unit!r}"
+        )
+
+
+def _check_budget(
+    min_time_s: float, max_time_s: float, min_blocks: int, warmup_time_s: float
+) -> TimingBudget:
+    if not (0 < min_time_s <= max_time_s) or not math.isfinite(max_time_s):
+        raise InvalidArgumentError(
+            f"need 0 < min_time_s <= max_time_s (finite); got {min_time_s!r} and {max_time_s!r}"
+        )
+    if isinstance(min_blocks, bool) or not isinstance(min_blocks, int) or min_blocks < 1:
+        raise InvalidArgumentError(f"min_blocks must be a positive integer, got {min_blocks!r}")
+    if not (math.isfinite(warmup_time_s) and warmup_time_s >= 0):
+        raise InvalidArgumentError(f"warmup_time_s must be >= 0, got {warmup_time_s!r}")
+    return TimingBudget(min_time_s, max_time_s, min_blocks, warmup_time_s)
+
+
+def _check_profiler_calls(profiler_calls: Any) -> None:
+    if (
+        isinstance(profiler_calls, bool)
+        or not isinstance(profiler_calls, int)
+        or profiler_calls < 1
+    ):
+        raise InvalidArgumentError(
+            f"profiler_calls must be a positive integer, got {profiler_calls!r}"
+        )
+
+
+def _compiled_diagnostics(workload: Any) -> list[Diagnostic]:
+    if not _is_compiled(workload):
+        return []
+    return [
+        {
+            "code": "compiled_callable",
+            "severity": "info",
+            "metric": None,
+            "message": (
+                "the workload is compiled with torch.compile: timing ran first, because the "
+                "operator FLOPs and tensor memory passes use a dispatch mode, which makes a "
+                "compiled callable run eagerly for the rest of the process"
+            ),
+        }
+    ]
+
+
+def _timing_evidence(run: TimingRun) -> TimingEvidence:
+    return {
+        "first_call_s": run.first_call_s,
+        "warmup_calls": run.warmup_calls,
+        "calls_per_block": run.calls_per_block,
+        "block_durations_s": run.block_durations_s,
+        "timer_overhead_s": run.timer_overhead_s,
+    }
+
+
+class _Passes:
+    """The results of one workload's passes, gathered before the report is assembled."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = diagnostics
+        self.values: dict[str, MetricResult] = {}
+        self.timing: TimingEvidence | None = None
+        self.profiler: ProfilerPass = not_requested_profiler()
+        self.operator_flops: OperatorFlops | None = None
+
+
+def _add_timing(passes: _Passes, run: TimingRun | None, work_units: float, work_unit: str) -> None:
+    """Record a timing run, or the timing metrics as not requested when ``run`` is ``None``."""
+    if run is None:
+        passes.values.update(_unavailable_timing(work_unit))
+        return
+    timed, found = _timing_metrics(run, work_units, work_unit)
+    passes.values.update(timed)
+    passes.diagnostics.extend(found)
+    passes.timing = _timing_evidence(run)
+
+
+def _run_later_passes(
+    passes: _Passes,
+    workload: Callable[[], Any],
+    device: Any,
+    selected: tuple[str, ...],
+    profiler_calls: int,
+    rss_timeout_s: float,
+) -> None:
+    """The passes after timing, in order: process RSS, profiler, operator FLOPs, tensor memory."""
+    values = passes.values
+    if "process_rss" in selected:
+        rss, found = _rss_pass(workload, device, rss_timeout_s)
+        values.update(rss)
+        passes.diagnostics.extend(found)
+    else:
+        for key, scope in _RSS_SCOPES.items():
+            values[key] = _metrics.unavailable("B", scope, _RSS_METHOD, NOT_REQUESTED)
+
+    if "profiler" in selected:
+        passes.profiler, found = run_profiler(workload, device, profiler_calls)
+        passes.diagnostics.extend(found)
+
+    if "operator_flops" in selected:
+        passes.operator_flops, found = _operator_flops_pass(workload)
+        values["operator_flops"] = passes.operator_flops["total"]
+        passes.diagnostics.extend(found)
+    else:
+        values["operator_flops"] = _metrics.unavailable(
+            "FLOPs", _FLOPS_SCOPE, _FLOPS_METHOD, NOT_REQUESTED
+        )
+
+    if "tensor_memory" in selected:
+        peak, reserved, found = _memory_pass(workload, device)
+        values["tensor_memory_peak"] = peak
+        values["allocator_reserved_peak"] = reserved
+        passes.diagnostics.extend(found)
+    else:
+        values["tensor_memory_peak"] = _metrics.unavailable(
+            "B", "PyTorch tensor memory", "tensor memory pass", NOT_REQUESTED
+        )
+        values["allocator_reserved_peak"] = _metrics.unavailable(
+            "B", "accelerator allocator reserved bytes", "allocator statistics", NOT_REQUESTED
+        )
+
+
+def _assemble_report(
+    passes: _Passes,
+    *,
+    name: str | None,
+    context: Context,
+    selected: tuple[str, ...],
+    budget: TimingBudget,
+    inputs: Any,
+    work_units: float,
+    work_unit: str,
+) -> BenchmarkReport:
+    values = passes.values
+    settings: TimingSettings = {
+        "passes": [pass_name for pass_name in _PASS_NAMES if pass_name in selected],
+        "min_time_s": float(budget.min_time_s),
+        "max_time_s": float(budget.max_time_s),
+        "min_blocks": int(budget.min_blocks),
+        "warmup_time_s": float(budget.warmup_time_s),
+        "max_timer_overhead_ratio": budget.max_timer_overhead_ratio,
+    }
+    metrics_section: BenchmarkMetrics = {
+        "first_call": values["first_call"],
+        "latency": values["latency"],
+        "latency_iqr": values["latency_iqr"],
+        "throughput": values["throughput"],
+        "operator_flops": values["operator_flops"],
+        "tensor_memory_peak": values["tensor_memory_peak"],
+        "allocator_reserved_peak": values["allocator_reserved_peak"],
+        "process_rss_peak": values["process_rss_peak"],
+        "process_rss_workload_peak": values["process_rss_workload_peak"],
+        "process_rss_baseline": values["process_rss_baseline"],
+    }
+    return {
+        "schema_version": 1,
+        "kind": "benchmark",
+        "context": context,
+        "diagnostics": passes.diagnostics,
+        "workload": {
+            "name": name,
+            "work_units": float(work_units),
+            "work_unit": work_unit,
+            "inputs": _input_metas(inputs),
+        },
+        "settings": settings,
+        "timing": passes.timing,
+        "metrics": metrics_section,
+        "operator_flops": passes.operator_flops,
+        "profiler": passes.profiler,
+    }
+
+
+def _input_dtypes(inputs: Any) -> list[Any]:
+    return [t.dtype for t in iter_tensors(inputs) if t.is_floating_point()]
+
+
+def _raise_if_incomplete(report: BenchmarkReport, selected: tuple[str, ...]) -> None:
+    metrics_section = report["metrics"]
+    profiler = report["profiler"]
+    requested = {
+        "latency": ("first_call", "latency", "latency_iqr", "throughput"),
+        "operator_flops": ("operator_flops",),
+        "tensor_memory": ("tensor_memory_peak",),
+        "process_rss": (
+            "process_rss_peak",
+            "process_rss_workload_peak",
+            "process_rss_baseline",
+        ),
+    }
+    incomplete = [
+        (name, str(metrics_section[name]["status"]))  # type: ignore[literal-required]
+        for pass_name in selected
+        for name in requested.get(pass_name, ())
+        if metrics_section[name]["status"] != "complete"  # type: ignore[literal-required]
+    ]
+    if "profiler" in selected and profiler["status"] != "complete":
+        incomplete.append(("profiler", str(profiler["status"])))
+    if incomplete:
+        raise IncompleteMeasurementError(report, incomplete)
+
+
 def measure_workload(
     workload: Callable[[], Any],
     *,
@@ -294,167 +506,31 @@ def measure_workload(
             f"workload must be a zero-argument callable; got {type(workload).__name__}"
         )
     resolved = _check_device(device)
-    passes = _check_metrics(metrics)
-    if isinstance(work_units, bool) or not isinstance(work_units, (int, float)):
-        raise InvalidArgumentError(f"work_units must be a positive number, got {work_units!r}")
-    if not (math.isfinite(work_units) and work_units > 0):
-        raise InvalidArgumentError(f"work_units must be positive and finite, got {work_units!r}")
-    if not isinstance(work_unit, str) or not _WORK_UNIT.match(work_unit):
-        raise InvalidArgumentError(
-            "work_unit must be a name such as 'samples', 'tokens' or 'images' (a letter, then "
-            f"letters, digits, '_' or '-'); got {work_unit!r}"
-        )
-    if not (0 < min_time_s <= max_time_s) or not math.isfinite(max_time_s):
-        raise InvalidArgumentError(
-            f"need 0 < min_time_s <= max_time_s (finite); got {min_time_s!r} and {max_time_s!r}"
-        )
-    if isinstance(min_blocks, bool) or not isinstance(min_blocks, int) or min_blocks < 1:
-        raise InvalidArgumentError(f"min_blocks must be a positive integer, got {min_blocks!r}")
-    if not (math.isfinite(warmup_time_s) and warmup_time_s >= 0):
-        raise InvalidArgumentError(f"warmup_time_s must be >= 0, got {warmup_time_s!r}")
-    if (
-        isinstance(profiler_calls, bool)
-        or not isinstance(profiler_calls, int)
-        or profiler_calls < 1
-    ):
-        raise InvalidArgumentError(
-            f"profiler_calls must be a positive integer, got {profiler_calls!r}"
-        )
+    selected = _check_metrics(metrics)
+    _check_work(work_units, work_unit)
+    budget = _check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
+    _check_profiler_calls(profiler_calls)
 
-    budget = TimingBudget(min_time_s, max_time_s, min_blocks, warmup_time_s)
     flags = current_flags()
-    diagnostics: list[Diagnostic] = []
-    if _is_compiled(workload):
-        diagnostics.append(
-            {
-                "code": "compiled_callable",
-                "severity": "info",
-                "metric": None,
-                "message": (
-                    "the workload is compiled with torch.compile: timing ran first, because the "
-                    "operator FLOPs and tensor memory passes use a dispatch mode, which makes a "
-                    "compiled callable run eagerly for the rest of the process"
-                ),
-            }
-        )
-
-    values: dict[str, MetricResult] = {}
-    timing: TimingEvidence | None = None
-    if "latency" in passes:
-        run = run_timing(workload, resolved, budget)
-        timed, found = _timing_metrics(run, float(work_units), work_unit)
-        values.update(timed)
-        diagnostics.extend(found)
-        timing = {
-            "first_call_s": run.first_call_s,
-            "warmup_calls": run.warmup_calls,
-            "calls_per_block": run.calls_per_block,
-            "block_durations_s": run.block_durations_s,
-            "timer_overhead_s": run.timer_overhead_s,
-        }
-    else:
-        values.update(_unavailable_timing(work_unit))
-
-    if "process_rss" in passes:
-        rss, found = _rss_pass(workload, resolved, rss_timeout_s)
-        values.update(rss)
-        diagnostics.extend(found)
-    else:
-        for key, scope in _RSS_SCOPES.items():
-            values[key] = _metrics.unavailable("B", scope, _RSS_METHOD, NOT_REQUESTED)
-
-    profiler: ProfilerPass
-    if "profiler" in passes:
-        profiler, found = run_profiler(workload, resolved, profiler_calls)
-        diagnostics.extend(found)
-    else:
-        profiler = not_requested_profiler()
-
-    operator_flops: OperatorFlops | None = None
-    if "operator_flops" in passes:
-        operator_flops, found = _operator_flops_pass(workload)
-        values["operator_flops"] = operator_flops["total"]
-        diagnostics.extend(found)
-    else:
-        values["operator_flops"] = _metrics.unavailable(
-            "FLOPs", _FLOPS_SCOPE, _FLOPS_METHOD, NOT_REQUESTED
-        )
-
-    if "tensor_memory" in passes:
-        peak, reserved, found = _memory_pass(workload, resolved)
-        values["tensor_memory_peak"] = peak
-        values["allocator_reserved_peak"] = reserved
-        diagnostics.extend(found)
-    else:
-        values["tensor_memory_peak"] = _metrics.unavailable(
-            "B", "PyTorch tensor memory", "tensor memory pass", NOT_REQUESTED
-        )
-        values["allocator_reserved_peak"] = _metrics.unavailable(
-            "B", "accelerator allocator reserved bytes", "allocator statistics", NOT_REQUESTED
-        )
-
-    settings: TimingSettings = {
-        "passes": [pass_name for pass_name in _PASS_NAMES if pass_name in passes],
-        "min_time_s": float(min_time_s),
-        "max_time_s": float(max_time_s),
-        "min_blocks": int(min_blocks),
-        "warmup_time_s": float(warmup_time_s),
-        "max_timer_overhead_ratio": budget.max_timer_overhead_ratio,
-    }
-    metrics_section: BenchmarkMetrics = {
-        "first_call": values["first_call"],
-        "latency": values["latency"],
-        "latency_iqr": values["latency_iqr"],
-        "throughput": values["throughput"],
-        "operator_flops": values["operator_flops"],
-        "tensor_memory_peak": values["tensor_memory_peak"],
-        "allocator_reserved_peak": values["allocator_reserved_peak"],
-        "process_rss_peak": values["process_rss_peak"],
-        "process_rss_workload_peak": values["process_rss_workload_peak"],
-        "process_rss_baseline": values["process_rss_baseline"],
-    }
-    dtypes = [t.dtype for t in iter_tensors(inputs) if t.is_floating_point()]
-    report: BenchmarkReport = {
-        "schema_version": 1,
-        "kind": "benchmark",
-        "context": capture_context(resolved, dtypes, flags=flags),
-        "diagnostics": diagnostics,
-        "workload": {
-            "name": getattr(workload, "__qualname__", None),
-            "work_units": float(work_units),
-            "work_unit": work_unit,
-            "inputs": _input_metas(inputs),
-        },
-        "settings": settings,
-        "timing": timing,
-        "metrics": metrics_section,
-        "operator_flops": operator_flops,
-        "profiler": profiler,
-    }
+    passes = _Passes(_compiled_diagnostics(workload))
+    run = run_timing(workload, resolved, budget) if "latency" in selected else None
+    _add_timing(passes, run, float(work_units), work_unit)
+    _run_later_passes(passes, workload, resolved, selected, profiler_calls, rss_timeout_s)
+    report = _assemble_report(
+        passes,
+        name=getattr(workload, "__qualname__", None),
+        context=capture_context(resolved, _input_dtypes(inputs), flags=flags),
+        selected=selected,
+        budget=budget,
+        inputs=inputs,
+        work_units=work_units,
+        work_unit=work_unit,
+    )
     if print_summary:
         from .validation import format_summary
 
         sys.stdout.write(format_summary(report))
         sys.stdout.flush()
     if strict:
-        requested = {
-            "latency": ("first_call", "latency", "latency_iqr", "throughput"),
-            "operator_flops": ("operator_flops",),
-            "tensor_memory": ("tensor_memory_peak",),
-            "process_rss": (
-                "process_rss_peak",
-                "process_rss_workload_peak",
-                "process_rss_baseline",
-            ),
-        }
-        incomplete = [
-            (name, str(metrics_section[name]["status"]))  # type: ignore[literal-required]
-            for selected in passes
-            for name in requested.get(selected, ())
-            if metrics_section[name]["status"] != "complete"  # type: ignore[literal-required]
-        ]
-        if "profiler" in passes and profiler["status"] != "complete":
-            incomplete.append(("profiler", str(profiler["status"])))
-        if incomplete:
-            raise IncompleteMeasurementError(report, incomplete)
+        _raise_if_incomplete(report, selected)
     return report

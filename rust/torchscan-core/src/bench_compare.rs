@@ -38,6 +38,19 @@ impl Default for CompareOptions {
     }
 }
 
+/// How the timed blocks of the two reports relate, which decides how intervals are resampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pairing {
+    /// Measured apart: each side's blocks are resampled on their own, and the interval is that
+    /// of the ratio of the two medians (latency) or of the two throughputs.
+    #[default]
+    Independent,
+    /// Measured in one interleaved run: block `i` of each side ran in the same round (A B, B A,
+    /// ...), so rounds are resampled whole and the latency interval is that of the median of
+    /// per-round ratios, in which drift of the machine between rounds cancels.
+    Rounds,
+}
+
 /// Why two benchmark reports cannot be compared.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BenchCompareError {
@@ -50,6 +63,8 @@ pub enum BenchCompareError {
     },
     /// An option is out of range.
     InvalidOption(String),
+    /// A paired comparison was asked for reports whose blocks do not pair up.
+    NotPaired(String),
 }
 
 impl fmt::Display for BenchCompareError {
@@ -64,6 +79,11 @@ impl fmt::Display for BenchCompareError {
                  both with the same work_units and work_unit"
             ),
             BenchCompareError::InvalidOption(message) => formatter.write_str(message),
+            BenchCompareError::NotPaired(why) => write!(
+                formatter,
+                "the reports cannot be compared round by round: {why}; compare reports of one \
+                 interleaved run (torchscan.compare_workloads), or compare them as independent"
+            ),
         }
     }
 }
@@ -122,6 +142,74 @@ fn ratio_interval(
     let low = stats::quantile(&ratios, tail).ok()?;
     let high = stats::quantile(&ratios, 1.0 - tail).ok()?;
     Some((low, high))
+}
+
+/// The percentile bootstrap interval of `statistic(baseline, candidate)` over whole rounds: the
+/// same resampled indices on both sides, so each round keeps its pair of blocks together.
+fn paired_interval(
+    baseline: &[f64],
+    candidate: &[f64],
+    statistic: impl Fn(&[f64], &[f64]) -> Option<f64>,
+    options: &CompareOptions,
+    rng: &mut SplitMix64,
+) -> Option<(f64, f64)> {
+    let rounds = baseline.len().min(candidate.len());
+    let mut values = Vec::with_capacity(options.bootstrap_resamples as usize);
+    let (mut left, mut right) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for _ in 0..options.bootstrap_resamples {
+        left.clear();
+        right.clear();
+        for _ in 0..rounds {
+            let index = rng.index(rounds);
+            left.push(baseline[index]);
+            right.push(candidate[index]);
+        }
+        if let Some(value) = statistic(&left, &right) {
+            values.push(value);
+        }
+    }
+    let tail = (1.0 - options.confidence_level) / 2.0;
+    let low = stats::quantile(&values, tail).ok()?;
+    let high = stats::quantile(&values, 1.0 - tail).ok()?;
+    Some((low, high))
+}
+
+/// The median of per-round ratios `candidate[i] / baseline[i]` (latency, paired rounds).
+fn median_of_ratios(baseline: &[f64], candidate: &[f64]) -> Option<f64> {
+    let ratios: Vec<f64> = baseline
+        .iter()
+        .zip(candidate)
+        .filter(|(base, _)| **base > 0.0)
+        .map(|(base, cand)| cand / base)
+        .collect();
+    stats::median(&ratios).ok()
+}
+
+/// The ratio of throughputs over the same rounds: the baseline's mean time per call over the
+/// candidate's (throughput is proportional to calls / time).
+fn throughput_ratio(baseline: &[f64], candidate: &[f64]) -> Option<f64> {
+    let base = stats::mean(baseline).ok()?;
+    let cand = stats::mean(candidate).ok().filter(|m| *m > 0.0)?;
+    Some(base / cand)
+}
+
+/// Whether both reports' blocks pair up round by round; the reason when they do not.
+fn check_paired(baseline: &BenchmarkReport, candidate: &BenchmarkReport) -> Result<(), String> {
+    match (&baseline.timing, &candidate.timing) {
+        (Some(base), Some(cand)) => {
+            let (left, right) = (base.block_durations_s.len(), cand.block_durations_s.len());
+            if left != right {
+                Err(format!(
+                    "the baseline has {left} timed blocks and the candidate {right}"
+                ))
+            } else if left < 2 {
+                Err("a paired interval needs at least two rounds".to_owned())
+            } else {
+                Ok(())
+            }
+        }
+        _ => Err("a report has no timing evidence".to_owned()),
+    }
 }
 
 /// The verdict of a ratio interval; `lower_is_better` for latency, not for throughput.
@@ -261,14 +349,31 @@ fn check_options(options: &CompareOptions) -> Result<(), BenchCompareError> {
     Ok(())
 }
 
-/// Compares a candidate benchmark with a baseline, resting on an optional output check.
+/// Compares a candidate benchmark with a baseline measured apart, resting on an optional output
+/// check ([`Pairing::Independent`]).
 pub fn compare_benchmarks(
     baseline: &BenchmarkReport,
     candidate: &BenchmarkReport,
     check: Option<&OutputCheckReport>,
     options: &CompareOptions,
 ) -> Result<BenchmarkComparisonReport, BenchCompareError> {
+    compare_benchmarks_with(baseline, candidate, check, options, Pairing::Independent)
+}
+
+/// Compares a candidate benchmark with a baseline, resting on an optional output check, with the
+/// timed blocks paired as `pairing` says. [`Pairing::Rounds`] needs the same number of blocks
+/// (at least two) on both sides, and records its method in a `note` diagnostic.
+pub fn compare_benchmarks_with(
+    baseline: &BenchmarkReport,
+    candidate: &BenchmarkReport,
+    check: Option<&OutputCheckReport>,
+    options: &CompareOptions,
+    pairing: Pairing,
+) -> Result<BenchmarkComparisonReport, BenchCompareError> {
     check_options(options)?;
+    if pairing == Pairing::Rounds {
+        check_paired(baseline, candidate).map_err(BenchCompareError::NotPaired)?;
+    }
     let (base_work, cand_work) = (&baseline.workload, &candidate.workload);
     if base_work.work_unit != cand_work.work_unit || base_work.work_units != cand_work.work_units {
         return Err(BenchCompareError::DifferentWork {
@@ -377,23 +482,28 @@ pub fn compare_benchmarks(
             && (metric == "latency" || metric == "throughput")
             && let (Some(base_means), Some(cand_means)) = (&samples.0, &samples.1)
         {
-            let interval = if metric == "latency" {
-                ratio_interval(
+            let interval = match (pairing, metric == "latency") {
+                (Pairing::Independent, true) => ratio_interval(
                     base_means,
                     cand_means,
                     |v| stats::median(v).ok(),
                     options,
                     &mut rng,
-                )
-            } else {
+                ),
                 // Throughput is proportional to calls / time: the inverse of the mean per call.
-                ratio_interval(
+                (Pairing::Independent, false) => ratio_interval(
                     base_means,
                     cand_means,
                     |v| stats::mean(v).ok().filter(|m| *m > 0.0).map(|m| 1.0 / m),
                     options,
                     &mut rng,
-                )
+                ),
+                (Pairing::Rounds, true) => {
+                    paired_interval(base_means, cand_means, median_of_ratios, options, &mut rng)
+                }
+                (Pairing::Rounds, false) => {
+                    paired_interval(base_means, cand_means, throughput_ratio, options, &mut rng)
+                }
             };
             if let Some((low, high)) = interval {
                 delta.ratio_ci_low = Some(low);
@@ -419,6 +529,29 @@ pub fn compare_benchmarks(
             message: format!(
                 "the output check failed ({} leaf/leaves): every delta is withheld",
                 check_summary.failed_leaves
+            ),
+            path: None,
+            operator: None,
+        });
+    }
+    if pairing == Pairing::Rounds
+        && !failed
+        && let (Some(base_means), Some(cand_means)) = (&samples.0, &samples.1)
+    {
+        let estimate = median_of_ratios(base_means, cand_means)
+            .map(|ratio| format!(" (here {ratio:.3})"))
+            .unwrap_or_default();
+        diagnostics.push(Diagnostic {
+            code: DiagnosticCode::Note,
+            severity: Severity::Info,
+            metric: Some("latency".to_owned()),
+            message: format!(
+                "paired rounds: the two sides were timed interleaved, so the {} rounds were \
+                 resampled whole; the latency interval and verdict are those of the median of \
+                 per-round ratios{estimate}, which drift of the machine does not move, and the \
+                 throughput interval that of the ratio of mean times per call over the same \
+                 rounds; `ratio` stays the ratio of the two sides' medians",
+                base_means.len()
             ),
             path: None,
             operator: None,
@@ -494,6 +627,17 @@ pub fn compare_benchmarks_json(
     check: Option<&str>,
     options: &CompareOptions,
 ) -> Result<String, BenchCompareFailure> {
+    compare_benchmarks_json_with(baseline, candidate, check, options, Pairing::Independent)
+}
+
+/// [`compare_benchmarks_json`] with the timed blocks paired as `pairing` says.
+pub fn compare_benchmarks_json_with(
+    baseline: &str,
+    candidate: &str,
+    check: Option<&str>,
+    options: &CompareOptions,
+    pairing: Pairing,
+) -> Result<String, BenchCompareFailure> {
     let benchmark = |report: crate::Report| match report {
         crate::Report::Benchmark(inner) => Some(*inner),
         _ => None,
@@ -512,7 +656,7 @@ pub fn compare_benchmarks_json(
             "output_check",
         )?),
     };
-    let report = compare_benchmarks(&baseline, &candidate, check.as_ref(), options)
+    let report = compare_benchmarks_with(&baseline, &candidate, check.as_ref(), options, pairing)
         .map_err(BenchCompareFailure::Refused)?;
     let wrapped = crate::Report::BenchmarkComparison(Box::new(report));
     let problems = crate::validate::check_report(&wrapped);

@@ -4,7 +4,10 @@ use std::fs;
 use std::path::Path;
 
 use serde_json::Value;
-use torchscan_core::bench_compare::{BenchCompareFailure, CompareOptions, compare_benchmarks_json};
+use torchscan_core::bench_compare::{
+    BenchCompareFailure, CompareOptions, Pairing, compare_benchmarks_json,
+    compare_benchmarks_json_with,
+};
 use torchscan_core::read_report;
 use torchscan_core::stats::block_timing;
 
@@ -21,15 +24,25 @@ fn example() -> String {
     fixture("python/torchscan/data/example_workload.json")
 }
 
-/// The example workload with every block `factor` times as long, its statistics recomputed.
-fn scaled(factor: f64) -> String {
-    let mut report: Value = serde_json::from_str(&example()).expect("JSON");
-    let blocks: Vec<f64> = report["timing"]["block_durations_s"]
+/// The example workload's block durations.
+fn example_blocks() -> Vec<f64> {
+    let report: Value = serde_json::from_str(&example()).expect("JSON");
+    report["timing"]["block_durations_s"]
         .as_array()
         .expect("blocks")
         .iter()
-        .map(|v| v.as_f64().expect("number") * factor)
-        .collect();
+        .map(|v| v.as_f64().expect("number"))
+        .collect()
+}
+
+/// The example workload with every block `factor` times as long, its statistics recomputed.
+fn scaled(factor: f64) -> String {
+    with_blocks(example_blocks().iter().map(|d| d * factor).collect())
+}
+
+/// The example workload with these block durations, its statistics recomputed.
+fn with_blocks(blocks: Vec<f64>) -> String {
+    let mut report: Value = serde_json::from_str(&example()).expect("JSON");
     let calls = report["timing"]["calls_per_block"].as_u64().expect("calls");
     let timing = block_timing(&blocks, calls).expect("timing");
     report["timing"]["block_durations_s"] = serde_json::json!(blocks);
@@ -135,5 +148,122 @@ fn different_work_and_wrong_kinds_are_refused() {
             assert_eq!(problems[0].path, "baseline:$.kind");
         }
         outcome => panic!("expected invalid input, got {outcome:?}"),
+    }
+}
+
+fn compare_paired(baseline: &str, candidate: &str, pairing: Pairing) -> Value {
+    let text = compare_benchmarks_json_with(
+        baseline,
+        candidate,
+        None,
+        &CompareOptions::default(),
+        pairing,
+    )
+    .expect("comparable");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+fn interval(report: &Value, metric: &str) -> (f64, f64) {
+    let found = delta(report, metric);
+    (
+        found["ratio_ci_low"].as_f64().expect("low"),
+        found["ratio_ci_high"].as_f64().expect("high"),
+    )
+}
+
+/// Blocks of an interleaved run on a drifting machine: round `i` is slowed by a factor that
+/// wanders between 1 and 1.6 over the run, the same for both sides (they ran together), and
+/// each block carries its own small jitter (+-1%, deterministic).
+fn drifting(factor: f64, phase: u64) -> Vec<f64> {
+    example_blocks()
+        .iter()
+        .enumerate()
+        .map(|(index, _)| {
+            let round = index as f64;
+            let drift = 1.3 + 0.3 * (round / 7.0).sin();
+            let mut state = (index as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ phase;
+            state ^= state >> 29;
+            let jitter = ((state % 2001) as f64 - 1000.0) / 100_000.0;
+            0.006 * factor * drift * (1.0 + jitter)
+        })
+        .collect()
+}
+
+#[test]
+fn paired_rounds_see_a_small_change_through_drift_that_hides_it_from_independent_blocks() {
+    let baseline = with_blocks(drifting(1.0, 1));
+    let candidate = with_blocks(drifting(1.05, 2));
+    let independent = compare_paired(&baseline, &candidate, Pairing::Independent);
+    assert_eq!(independent["verdict"], "inconclusive");
+    let paired = compare_paired(&baseline, &candidate, Pairing::Rounds);
+    assert_eq!(paired["verdict"], "slower");
+    let (low, high) = interval(&paired, "latency");
+    assert!(low > 1.03 && high < 1.07, "{low} {high}");
+    assert!((low..=high).contains(&1.05), "{low} {high}");
+    let (low, high) = interval(&paired, "throughput");
+    assert!(high < 1.0 / 1.03 && low > 1.0 / 1.07, "{low} {high}");
+    assert_eq!(delta(&paired, "throughput")["verdict"], "slower");
+    let notes: Vec<&str> = paired["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .filter(|d| d["code"] == "note")
+        .filter_map(|d| d["message"].as_str())
+        .collect();
+    assert_eq!(notes.len(), 1);
+    assert!(notes[0].contains("150 rounds"), "{}", notes[0]);
+    assert!(
+        !independent["diagnostics"]
+            .as_array()
+            .expect("diagnostics")
+            .iter()
+            .any(|d| d["code"] == "note")
+    );
+}
+
+#[test]
+fn paired_rounds_of_the_same_run_show_no_change() {
+    let baseline = with_blocks(drifting(1.0, 3));
+    let candidate = with_blocks(drifting(1.0, 4));
+    let paired = compare_paired(&baseline, &candidate, Pairing::Rounds);
+    assert_eq!(paired["verdict"], "no_detectable_change");
+    let (low, high) = interval(&paired, "latency");
+    assert!(0.99 < low && high < 1.01, "{low} {high}");
+    let again = compare_paired(&baseline, &candidate, Pairing::Rounds);
+    assert_eq!(again, paired);
+}
+
+#[test]
+fn paired_rounds_need_blocks_that_pair_up() {
+    let mut fewer = example_blocks();
+    fewer.pop();
+    let options = CompareOptions::default();
+    match compare_benchmarks_json_with(
+        &example(),
+        &with_blocks(fewer),
+        None,
+        &options,
+        Pairing::Rounds,
+    ) {
+        Err(BenchCompareFailure::Refused(error)) => {
+            let message = error.to_string();
+            assert!(
+                message.contains("150 timed blocks and the candidate 149"),
+                "{message}"
+            );
+        }
+        outcome => panic!("expected a refusal, got {outcome:?}"),
+    }
+    match compare_benchmarks_json_with(
+        &with_blocks(vec![0.006]),
+        &with_blocks(vec![0.006]),
+        None,
+        &options,
+        Pairing::Rounds,
+    ) {
+        Err(BenchCompareFailure::Refused(error)) => {
+            assert!(error.to_string().contains("at least two rounds"));
+        }
+        outcome => panic!("expected a refusal, got {outcome:?}"),
     }
 }

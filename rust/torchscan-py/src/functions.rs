@@ -46,9 +46,10 @@ fn render_report_json(py: Python<'_>, text: &str) -> PyResult<String> {
 }
 
 /// Compares two benchmark reports (JSON text), resting on an optional output check (JSON text);
-/// returns the `benchmark_comparison` report as JSON text.
+/// returns the `benchmark_comparison` report as JSON text. `paired` compares the timed blocks
+/// round by round, for the two reports of one interleaved run.
 #[pyfunction]
-#[pyo3(signature = (baseline, candidate, check=None, confidence_level=0.95, bootstrap_resamples=2000, seed=0, min_effect=0.02))]
+#[pyo3(signature = (baseline, candidate, check=None, confidence_level=0.95, bootstrap_resamples=2000, seed=0, min_effect=0.02, paired=false))]
 #[allow(clippy::too_many_arguments)]
 fn compare_benchmarks_json(
     py: Python<'_>,
@@ -59,16 +60,22 @@ fn compare_benchmarks_json(
     bootstrap_resamples: u64,
     seed: u64,
     min_effect: f64,
+    paired: bool,
 ) -> PyResult<String> {
-    let options = torchscan_core::bench_compare::CompareOptions {
+    use torchscan_core::bench_compare::{CompareOptions, Pairing, compare_benchmarks_json_with};
+    let options = CompareOptions {
         confidence_level,
         bootstrap_resamples,
         seed,
         min_effect,
     };
-    let outcome = py.detach(|| {
-        torchscan_core::bench_compare::compare_benchmarks_json(baseline, candidate, check, &options)
-    });
+    let pairing = if paired {
+        Pairing::Rounds
+    } else {
+        Pairing::Independent
+    };
+    let outcome =
+        py.detach(|| compare_benchmarks_json_with(baseline, candidate, check, &options, pairing));
     outcome.map_err(|failure| bench_compare_error(py, failure))
 }
 

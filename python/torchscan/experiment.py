@@ -1,0 +1,241 @@
+"""``compare_workloads``: a checked A/B experiment in one run, timed in interleaved blocks.
+
+The baseline and the candidate are called once each from the same random-number state and their
+outputs checked; then both are timed in rounds of one block each, every second round in reverse
+order (A B, B A, ...), so that drift of a shared machine weighs on both alike, until the latency
+interval is narrow enough; then the core compares the two reports round by round, with the check.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from . import _core
+from .check import _tolerance, check_outputs
+from .compare import check_comparison_options, compare_benchmarks
+from .context import capture_context, current_flags
+from .errors import InvalidArgumentError
+from .reports import BenchmarkComparison, BenchmarkReport, OutputCheck, Verdict
+from .timing import (
+    TimingRun,
+    run_interleaved_timing,
+    synchronizer,
+    timed_call,
+    timer_overhead_s,
+)
+from .workload import (
+    _add_timing,
+    _assemble_report,
+    _check_budget,
+    _check_device,
+    _check_metrics,
+    _check_profiler_calls,
+    _check_work,
+    _compiled_diagnostics,
+    _input_dtypes,
+    _Passes,
+    _run_later_passes,
+)
+
+__all__ = ["Experiment", "compare_workloads"]
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """What :func:`compare_workloads` returns: two benchmark reports, the check, the comparison.
+
+    Each field is a plain, JSON-serializable report (``json.dumps`` it to keep the evidence);
+    ``verdict`` is the comparison's overall verdict.
+    """
+
+    baseline: BenchmarkReport
+    candidate: BenchmarkReport
+    check: OutputCheck
+    comparison: BenchmarkComparison
+
+    @property
+    def verdict(self) -> Verdict:
+        """The latency verdict of the comparison (``withheld`` when the check failed)."""
+        return self.comparison["verdict"]
+
+
+@contextmanager
+def _same_random_state(device: Any) -> Iterator[None]:
+    """Run a block from the current random-number state and put that state back afterwards."""
+    import torch
+
+    if device.type == "cuda":
+        with torch.random.fork_rng(devices=[device.index], device_type="cuda"):
+            yield
+    elif device.type == "mps":
+        with torch.random.fork_rng(device_type="mps"):
+            yield
+    else:
+        with torch.random.fork_rng(devices=[]):
+            yield
+
+
+def _precise_enough(
+    target_half_width: float, confidence_level: float
+) -> Callable[[list[TimingRun]], bool]:
+    """Whether the latency interval of the rounds so far is expected to be narrow enough.
+
+    The expected half-width of the interval of the median of per-round log ratios is
+    ``z * 1.2533 * 1.4826 * MAD / sqrt(rounds)``: the standard error of a median, with the spread
+    estimated robustly. The verdict itself comes from the core's bootstrap; this only decides
+    when timing can stop.
+    """
+    z = statistics.NormalDist().inv_cdf(0.5 + confidence_level / 2)
+
+    def precise_enough(runs: list[TimingRun]) -> bool:
+        baseline, candidate = runs
+        log_ratios = [
+            math.log(
+                (candidate_s / candidate.calls_per_block) / (baseline_s / baseline.calls_per_block)
+            )
+            for baseline_s, candidate_s in zip(
+                baseline.block_durations_s, candidate.block_durations_s, strict=True
+            )
+        ]
+        spread = _core.median_absolute_deviation(log_ratios)
+        half_width = z * 1.2533 * 1.4826 * spread / math.sqrt(len(log_ratios))
+        return half_width <= target_half_width
+
+    return precise_enough
+
+
+def _check_callable(side: str, workload: Any) -> None:
+    if not callable(workload):
+        raise InvalidArgumentError(
+            f"{side} must be a zero-argument callable; got {type(workload).__name__}"
+        )
+
+
+def compare_workloads(
+    baseline: Callable[[], Any],
+    candidate: Callable[[], Any],
+    *,
+    rtol: float,
+    atol: float,
+    equal_nan: bool = False,
+    device: str = "cpu",
+    inputs: Any = None,
+    work_units: float = 1,
+    work_unit: str = "calls",
+    metrics: Iterable[str] | None = None,
+    print_summary: bool = True,
+    min_time_s: float = 2.0,
+    max_time_s: float = 10.0,
+    min_blocks: int = 20,
+    warmup_time_s: float = 0.2,
+    min_effect: float = 0.02,
+    confidence_level: float = 0.95,
+    bootstrap_resamples: int = 2000,
+    seed: int = 0,
+    profiler_calls: int = 100,
+    rss_timeout_s: float = 120.0,
+) -> Experiment:
+    """Check and time a baseline and a candidate callable side by side; return an ``Experiment``.
+
+    Both are zero-argument callables doing the same work (``work_units`` of ``work_unit`` per
+    call) on ``device``. First each is called once, from the same random-number state (restored
+    afterwards), and the outputs go through :func:`~torchscan.check_outputs` with ``rtol``,
+    ``atol`` and ``equal_nan``; these calls are also each side's first call, timed alone. Then
+    both are warmed up and timed in interleaved rounds of one block each (blocks of about
+    ``min_time_s / (4 * min_blocks)``), in pairs of rounds whose order is reversed (A B, B A or
+    B A, A B, drawn from ``seed``), so that drift of a shared machine weighs on both alike.
+    Rounds continue until ``min_time_s`` (both sides together) and ``min_blocks`` rounds are
+    reached and the latency interval is expected to be no wider than ``min_effect / 2`` on each
+    side, or until ``max_time_s`` has passed: a quiet machine stops early, a noisy one is timed
+    longer. The other passes of ``metrics`` (as in :func:`~torchscan.measure_workload`; the
+    default is latency, operator FLOPs and tensor memory) run afterwards, side by side. The
+    context is captured once, for both reports.
+
+    Finally :func:`~torchscan.compare_benchmarks` compares the reports round by round
+    (``paired=True``: the latency interval is that of the median of per-round ratios) with the
+    check, ``min_effect``, ``confidence_level``, ``bootstrap_resamples`` and ``seed``; a failed
+    check withholds every delta. ``print_summary=False`` prints nothing; otherwise the
+    comparison's text summary is printed. The thread count is recorded, never changed. A
+    callable's own exception propagates unchanged. Bad arguments raise
+    :class:`~torchscan.InvalidArgumentError` before either callable runs.
+    """
+    _check_callable("baseline", baseline)
+    _check_callable("candidate", candidate)
+    resolved = _check_device(device)
+    selected = _check_metrics(metrics)
+    _check_work(work_units, work_unit)
+    budget = _check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
+    _check_profiler_calls(profiler_calls)
+    _tolerance("rtol", rtol)
+    _tolerance("atol", atol)
+    check_comparison_options(confidence_level, bootstrap_resamples, seed, min_effect)
+
+    flags = current_flags()
+    sync = synchronizer(resolved)
+    overhead_s = timer_overhead_s()
+    with _same_random_state(resolved):
+        baseline_first_s, baseline_output = timed_call(baseline, sync)
+    with _same_random_state(resolved):
+        candidate_first_s, candidate_output = timed_call(candidate, sync)
+    check = check_outputs(
+        baseline_output, candidate_output, rtol=rtol, atol=atol, equal_nan=equal_nan
+    )
+    del baseline_output, candidate_output
+
+    sides = (baseline, candidate)
+    passes = [_Passes(_compiled_diagnostics(workload)) for workload in sides]
+    if "latency" in selected:
+        runs = run_interleaved_timing(
+            sides,
+            resolved,
+            budget,
+            first_calls_s=[baseline_first_s, candidate_first_s],
+            overhead_s=overhead_s,
+            order_seed=seed,
+            until=_precise_enough(min_effect / 2, confidence_level),
+        )
+        for side_passes, run in zip(passes, runs, strict=True):
+            _add_timing(side_passes, run, float(work_units), work_unit)
+    else:
+        for side_passes in passes:
+            _add_timing(side_passes, None, float(work_units), work_unit)
+    for side_passes, workload in zip(passes, sides, strict=True):
+        _run_later_passes(side_passes, workload, resolved, selected, profiler_calls, rss_timeout_s)
+
+    context = capture_context(resolved, _input_dtypes(inputs), flags=flags)
+    baseline_report, candidate_report = (
+        _assemble_report(
+            side_passes,
+            name=getattr(workload, "__qualname__", None),
+            context=copy.deepcopy(context),
+            selected=selected,
+            budget=budget,
+            inputs=inputs,
+            work_units=work_units,
+            work_unit=work_unit,
+        )
+        for side_passes, workload in zip(passes, sides, strict=True)
+    )
+    comparison = compare_benchmarks(
+        baseline_report,
+        candidate_report,
+        check=check,
+        confidence_level=confidence_level,
+        bootstrap_resamples=bootstrap_resamples,
+        seed=seed,
+        min_effect=min_effect,
+        paired="latency" in selected,
+    )
+    if print_summary:
+        from .validation import format_summary
+
+        sys.stdout.write(format_summary(comparison))
+        sys.stdout.flush()
+    return Experiment(baseline_report, candidate_report, check, comparison)
