@@ -15,7 +15,7 @@ DEPS_STAMP := $(VENV)/.torchscan-deps
 EXT_STAMP := $(VENV)/.torchscan-extension
 RUST_SOURCES := Cargo.toml Cargo.lock $(shell find rust -type f \( -name '*.rs' -o -name 'Cargo.toml' -o -name '*.j2' \) 2>/dev/null)
 
-.PHONY: demo test lint rust-test python-test build schema clean
+.PHONY: demo test lint rust-test python-test browser build schema clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -49,7 +49,23 @@ lint: $(EXT_STAMP)
 rust-test:
 	cargo test --locked
 
-python-test: $(EXT_STAMP)
+# tests/test_html_browser.py opens rendered pages in Debian's headless Chromium: installed here
+# when missing (apt-get, as root or through sudo; the package list is refreshed only if the first
+# try fails). Without apt-get the browser tests skip, except under CI=true, where they fail.
+BROWSER_PACKAGES := chromium fonts-dejavu-core
+
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		if ! command -v apt-get >/dev/null 2>&1; then \
+			echo "chromium is missing and apt-get is not available: the browser tests will skip"; \
+		else \
+			sudo=""; if [ "$$(id -u)" != 0 ]; then sudo="sudo"; fi; \
+			install="$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(BROWSER_PACKAGES)"; \
+			$$install || { $$sudo apt-get update -q && $$install; }; \
+		fi; \
+	}
+
+python-test: $(EXT_STAMP) browser
 	$(PY) -m pytest
 
 test: lint rust-test python-test

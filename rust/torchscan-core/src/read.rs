@@ -213,9 +213,64 @@ fn typed<T: DeserializeOwned>(value: Value) -> Result<T, Problem> {
     })
 }
 
+/// The report kind a document most likely is: the first `"kind": "<report kind>"` pair in the
+/// text. Only a guess, and only speed depends on it: the typed parse checks `kind` itself.
+fn guess_kind(text: &str) -> Option<ReportKind> {
+    const KEY: &str = "\"kind\"";
+    let mut rest = text;
+    while let Some(at) = rest.find(KEY) {
+        rest = &rest[at + KEY.len()..];
+        let value = rest
+            .trim_start()
+            .strip_prefix(':')
+            .map(str::trim_start)
+            .and_then(|after| after.strip_prefix('"'));
+        if let Some(value) = value
+            && let Some(end) = value.find('"')
+            && let Some(kind) = ReportKind::from_tag(&value[..end])
+        {
+            return Some(kind);
+        }
+    }
+    None
+}
+
+fn typed_fast<T: DeserializeOwned>(text: &str) -> Option<T> {
+    serde_json::from_str(text).ok()
+}
+
+/// The typed report of a sound document, read straight from the text; `None` for anything else.
+///
+/// This is the common case made cheap: no intermediate [`Value`] tree and no path tracking. A
+/// typed report succeeds only for its own `kind` and for `schema_version` 1, so a wrong guess of
+/// the kind only costs time. It accepts exactly the documents that [`parse_careful`] accepts
+/// without a problem (strict JSON has no non-finite tokens, and a document this parse refuses,
+/// such as one with a duplicated field, is handed to the careful path), so whatever it rejects is
+/// read again there, which finds the problems with their paths.
+fn parse_sound(text: &str) -> Option<Report> {
+    Some(match guess_kind(text)? {
+        ReportKind::Analysis => Report::Analysis(Box::new(typed_fast(text)?)),
+        ReportKind::Flops => Report::Flops(Box::new(typed_fast(text)?)),
+        ReportKind::Benchmark => Report::Benchmark(Box::new(typed_fast(text)?)),
+        ReportKind::PeakMemory => Report::PeakMemory(Box::new(typed_fast(text)?)),
+        ReportKind::OutputCheck => Report::OutputCheck(Box::new(typed_fast(text)?)),
+        ReportKind::BenchmarkComparison => Report::BenchmarkComparison(Box::new(typed_fast(text)?)),
+        ReportKind::ReportDiff => Report::ReportDiff(Box::new(typed_fast(text)?)),
+    })
+}
+
 /// Parses leniently: the typed report when the structure is sound (even if non-finite numbers
 /// were found and replaced), and every problem found so far.
 fn parse_lenient(text: &str) -> (Option<Report>, Vec<Problem>) {
+    match parse_sound(text) {
+        Some(report) => (Some(report), Vec::new()),
+        None => parse_careful(text),
+    }
+}
+
+/// The careful path: a [`Value`] tree first (non-finite numbers reported by path), then the
+/// version and kind, then the typed parse with the path of its first structural error.
+fn parse_careful(text: &str) -> (Option<Report>, Vec<Problem>) {
     let (value, mut problems) = match parse_json(text) {
         Ok(parsed) => parsed,
         Err(problems) => return (None, problems),
@@ -321,6 +376,87 @@ mod tests {
             .expect_err("missing field");
         assert_eq!(problems[0].path, "$.context.torchscan_version");
         assert_eq!(problems[0].message, "missing field `torchscan_version`");
+    }
+
+    fn fixture_texts() -> Vec<(std::path::PathBuf, String)> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut found = Vec::new();
+        for dir in ["tests/fixtures/reports", "python/torchscan/data"] {
+            for entry in std::fs::read_dir(root.join(dir)).expect("fixture directory") {
+                let path = entry.expect("entry").path();
+                if path.extension().is_some_and(|ext| ext == "json") {
+                    let text = std::fs::read_to_string(&path).expect("fixture");
+                    found.push((path, text));
+                }
+            }
+        }
+        assert!(found.len() >= 10, "fixtures found: {}", found.len());
+        found
+    }
+
+    #[test]
+    fn the_sound_path_reads_every_fixture_as_the_careful_path_does() {
+        for (path, text) in fixture_texts() {
+            let sound = parse_sound(&text);
+            let (careful, problems) = parse_careful(&text);
+            assert!(problems.is_empty(), "{}: {problems:?}", path.display());
+            assert!(sound.is_some(), "{}", path.display());
+            assert_eq!(sound, careful, "{}", path.display());
+        }
+    }
+
+    #[test]
+    fn documents_the_sound_path_refuses_are_read_carefully() {
+        let (_, text) = fixture_texts()
+            .into_iter()
+            .find(|(path, _)| path.ends_with("flops_square_matmul.json"))
+            .expect("flops fixture");
+        // A duplicated field: strict typed parsing refuses it, the careful path keeps the last.
+        let duplicated = text.replacen('{', r#"{"kind": "analysis","#, 1);
+        assert!(parse_sound(&duplicated).is_none());
+        let report = parse_report(&duplicated).expect("the last `kind` wins");
+        assert_eq!(report.kind(), ReportKind::Flops);
+        // A non-finite number is not JSON: refused here, reported by path there.
+        let non_finite = text.replacen("\"schema_version\": 1", "\"schema_version\": NaN", 1);
+        assert!(parse_sound(&non_finite).is_none());
+        let problems = parse_report(&non_finite).expect_err("NaN");
+        assert_eq!(problems[0].path, "$.schema_version");
+        // Valid JSON of an unknown version or kind: refused here, explained there.
+        for other in [
+            text.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1),
+            text.replacen("\"kind\": \"flops\"", "\"kind\": \"flop\"", 1),
+        ] {
+            assert_ne!(other, text);
+            assert!(parse_sound(&other).is_none());
+            assert!(parse_report(&other).is_err());
+        }
+    }
+
+    #[test]
+    fn the_kind_guess_skips_value_kinds_and_needs_no_order() {
+        let text = r#"{"inputs": [{"kind": "tensor"}], "kind" : "analysis", "schema_version": 1}"#;
+        assert_eq!(guess_kind(text), Some(ReportKind::Analysis));
+        assert_eq!(
+            guess_kind(r#"{"kind": 3, "x": {"kind":"flops"}}"#),
+            Some(ReportKind::Flops)
+        );
+        assert_eq!(guess_kind(r#"{"kind": "tensor"}"#), None);
+        assert_eq!(guess_kind("[]"), None);
+    }
+
+    #[test]
+    fn a_wrong_kind_guess_still_reads_the_report() {
+        let (_, text) = fixture_texts()
+            .into_iter()
+            .find(|(path, _)| path.ends_with("flops_square_matmul.json"))
+            .expect("flops fixture");
+        // The first `"kind"` pair names another report kind: the typed parse of that kind fails,
+        // and the report is still read as what it is.
+        let misleading = text.replacen('{', r#"{"callable_note": {"kind": "benchmark"},"#, 1);
+        assert_eq!(guess_kind(&misleading), Some(ReportKind::Benchmark));
+        assert!(parse_sound(&misleading).is_none());
+        let problems = parse_report(&misleading).expect_err("an unknown field");
+        assert_eq!(problems[0].path, "$.callable_note");
     }
 
     #[test]

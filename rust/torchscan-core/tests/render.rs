@@ -218,3 +218,29 @@ fn invalid_json_gives_the_problems() {
         other => panic!("expected problems, got {other:?}"),
     }
 }
+
+fn fixture_page(relative: &str) -> String {
+    let text = fs::read_to_string(repo_root().join(relative)).expect("fixture");
+    render_report_json(&text).expect("renders")
+}
+
+#[test]
+fn slow_outlier_blocks_sit_hollow_on_the_top_edge() {
+    // 15 of the example's 150 blocks lie more than 1.5 IQRs above Q3 (up to 0.027 ms per call).
+    let page = fixture_page("python/torchscan/data/example_workload.json");
+    assert_eq!(page.matches("<circle class=\"pt\"").count(), 135);
+    assert_eq!(page.matches("<circle class=\"pt out\"").count(), 15);
+    assert!(
+        page.contains("; 15 slower blocks (up to 0.027 ms) drawn hollow at the top edge"),
+        "{page}"
+    );
+    // Every hollow point is on the top edge of the plot (y = 10).
+    for circle in page.split("<circle class=\"pt out\"").skip(1) {
+        assert!(circle.contains("cy=\"10.0\""), "{circle}");
+    }
+    // Without outliers nothing is clipped.
+    let page = fixture_page("tests/fixtures/reports/benchmark_readme_cpu.json");
+    assert_eq!(page.matches("<circle class=\"pt\"").count(), 33);
+    assert!(!page.contains("pt out"));
+    assert!(!page.contains("drawn hollow"));
+}

@@ -1,8 +1,14 @@
 //! The `torchscan-report` command line over torchscan-core: saved reports are validated,
-//! summarised and described without Python and without rerunning anything.
+//! summarised, compared, rendered and described without Python and without rerunning anything.
 //!
-//! Exit codes: 0 success, 1 invalid input (or, for `diff`, reports that cannot be compared),
-//! 2 usage (bad arguments, unreadable input files or an unwritable output file).
+//! Exit codes: 0 success, 1 invalid input (or, for `diff` and `compare`, reports that cannot be
+//! compared, and for `compare` a failed `--fail-on` gate), 2 usage (bad arguments, unreadable
+//! input files or an unwritable output file).
+
+mod compare;
+mod help;
+
+pub use compare::{CompareArgs, GateVerdict};
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -16,27 +22,15 @@ use torchscan_core::{
 
 /// Exit code: everything succeeded.
 pub const EXIT_OK: i32 = 0;
-/// Exit code: an input report is invalid, or `diff` refuses to compare the two reports.
+/// Exit code: an input report is invalid, `diff` or `compare` refuses to compare the two reports,
+/// or a `compare --fail-on` gate failed.
 pub const EXIT_INVALID: i32 = 1;
 /// Exit code: bad arguments, an unreadable input file or an unwritable output file.
 pub const EXIT_USAGE: i32 = 2;
 
-const AFTER_HELP: &str = "\
-Examples:
-  torchscan-report validate workload.json analysis.json
-  torchscan-report summary workload.json
-  cat workload.json | torchscan-report summary -
-  torchscan-report schema > report.v1.schema.json
-  torchscan-report diff before.json after.json
-  torchscan-report diff before.json after.json --format json -o diff.json
-  torchscan-report render workload.json -o workload.html
-
-Exit codes: 0 ok, 1 invalid input, 2 usage.
-`diff` also exits 1 when the two reports cannot be compared.";
-
-/// Validate, summarise, compare and describe saved torchscan reports.
+/// Validate, summarise, compare, render and describe saved torchscan reports.
 #[derive(Debug, Parser)]
-#[command(name = "torchscan-report", version, after_help = AFTER_HELP)]
+#[command(name = "torchscan-report", version, after_help = help::MAIN)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -47,24 +41,28 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check reports against schema version 1 and its invariants; print one line per problem.
+    #[command(after_help = help::VALIDATE)]
     Validate {
         /// Report files (`-` reads standard input).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
     /// Print the text summary of a report.
+    #[command(after_help = help::SUMMARY)]
     Summary {
         /// Report file (`-` reads standard input).
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
     /// Print the JSON Schema of report schema version 1.
+    #[command(after_help = help::SCHEMA)]
     Schema,
     /// Compare two analysis reports of a model: totals, and layers added, removed and changed.
     ///
     /// Both reports must be valid `analysis` reports of one schema version, made in the same
     /// analysis mode with the same estimate methods; otherwise nothing is written and the exit
     /// code is 1.
+    #[command(after_help = help::DIFF)]
     Diff {
         /// The analysis before the change (`-` reads standard input).
         #[arg(value_name = "BEFORE")]
@@ -72,14 +70,23 @@ pub enum Command {
         /// The analysis after the change (`-` reads standard input).
         #[arg(value_name = "AFTER")]
         after: PathBuf,
-        /// `text` (the summary of the diff) or `json` (the `report_diff` report).
-        #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
-        format: DiffFormat,
+        /// `text` (the summary of the diff), `json` (the `report_diff` report) or `html` (its
+        /// self-contained page).
+        #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+        format: OutputFormat,
         /// Write the output to this file (replaced atomically) instead of standard output (`-`).
         #[arg(short = 'o', long = "output", value_name = "OUT")]
         output: Option<PathBuf>,
     },
+    /// Compare two benchmark reports: ratios with bootstrap intervals and a verdict.
+    ///
+    /// The same comparison as `torchscan.compare_benchmarks`, with the same defaults. Both reports
+    /// must be valid `benchmark` reports of the same work per call; otherwise nothing is written
+    /// and the exit code is 1.
+    #[command(after_help = help::COMPARE)]
+    Compare(CompareArgs),
     /// Render a report as one self-contained HTML page (inline CSS, no script, no external request).
+    #[command(after_help = help::RENDER)]
     Render {
         /// Report file (`-` reads standard input).
         #[arg(value_name = "FILE")]
@@ -90,17 +97,19 @@ pub enum Command {
     },
 }
 
-/// The output formats of `diff`.
+/// The output formats of `diff` and `compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DiffFormat {
-    /// The text summary of the diff.
+pub enum OutputFormat {
+    /// The text summary of the result.
     Text,
-    /// The `report_diff` report as pretty JSON.
+    /// The result report as pretty JSON.
     Json,
+    /// The result report as one self-contained HTML page.
+    Html,
 }
 
 /// Reads a file, or standard input for `-`.
-fn read_input(path: &Path, stdin: &mut dyn Read) -> std::io::Result<String> {
+pub(crate) fn read_input(path: &Path, stdin: &mut dyn Read) -> std::io::Result<String> {
     if path.as_os_str() == "-" {
         let mut text = String::new();
         stdin.read_to_string(&mut text)?;
@@ -110,7 +119,7 @@ fn read_input(path: &Path, stdin: &mut dyn Read) -> std::io::Result<String> {
     }
 }
 
-fn display_name(path: &Path) -> String {
+pub(crate) fn display_name(path: &Path) -> String {
     if path.as_os_str() == "-" {
         "<stdin>".to_owned()
     } else {
@@ -118,7 +127,11 @@ fn display_name(path: &Path) -> String {
     }
 }
 
-fn print_problems(out: &mut dyn Write, name: &str, problems: &[Problem]) -> std::io::Result<()> {
+pub(crate) fn print_problems(
+    out: &mut dyn Write,
+    name: &str,
+    problems: &[Problem],
+) -> std::io::Result<()> {
     for problem in problems {
         writeln!(out, "{name}: {problem}")?;
     }
@@ -189,7 +202,7 @@ fn summary(
     }
 }
 
-fn is_stdin(path: &Path) -> bool {
+pub(crate) fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
@@ -223,7 +236,7 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 fn diff(
     before: &Path,
     after: &Path,
-    format: DiffFormat,
+    format: OutputFormat,
     output: Option<&Path>,
     streams: (&mut dyn Read, &mut dyn Write, &mut dyn Write),
 ) -> std::io::Result<i32> {
@@ -274,13 +287,20 @@ fn diff(
     };
     let report = Report::ReportDiff(Box::new(diff));
     let text = match format {
-        DiffFormat::Text => format_summary(&report),
-        DiffFormat::Json => to_json_text(&report),
+        OutputFormat::Text => format_summary(&report),
+        OutputFormat::Json => to_json_text(&report),
+        OutputFormat::Html => match render_html(&report) {
+            Ok(html) => html,
+            Err(error) => {
+                writeln!(stderr, "torchscan-report: {error}")?;
+                return Ok(EXIT_INVALID);
+            }
+        },
     };
     write_output(&text, output, stdout, stderr)
 }
 
-fn write_output(
+pub(crate) fn write_output(
     text: &str,
     output: Option<&Path>,
     stdout: &mut dyn Write,
@@ -377,6 +397,7 @@ where
             output.as_deref(),
             (stdin, stdout, stderr),
         ),
+        Command::Compare(args) => compare::compare(args, (stdin, stdout, stderr)),
         Command::Render { file, output } => {
             render(file, output.as_deref(), (stdin, stdout, stderr))
         }

@@ -24,7 +24,10 @@ fn run(args: &[&str], stdin: Option<&str>) -> Output {
     {
         let mut pipe = child.stdin.take().expect("stdin");
         if let Some(text) = stdin {
-            pipe.write_all(text.as_bytes()).expect("write stdin");
+            // A command that fails before reading its input closes the pipe first.
+            if let Err(error) = pipe.write_all(text.as_bytes()) {
+                assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe, "write stdin");
+            }
         }
     }
     child.wait_with_output().expect("the binary finishes")
@@ -393,4 +396,426 @@ fn render_exit_codes() {
         None,
     );
     assert_eq!(unwritable.status.code(), Some(2));
+}
+
+const BASELINE: &str = "reports/benchmark_readme_cpu.json";
+const CHECK_PASSED: &str = "reports/output_check_passed.json";
+const CHECK_FAILED: &str = "reports/output_check_failed.json";
+
+fn candidate_path() -> String {
+    repo_root()
+        .join("python/torchscan/data/example_workload.json")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn read(path: &str) -> String {
+    fs::read_to_string(path).expect("readable report")
+}
+
+/// A fresh, empty directory of this test process.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("torchscan-report-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).expect("temporary directory");
+    dir
+}
+
+/// The baseline with every timed block `factor` times as long, as a new benchmark report.
+fn scaled_baseline(factor: f64) -> String {
+    let mut report: serde_json::Value =
+        serde_json::from_str(&read(&fixture_str(BASELINE))).expect("JSON");
+    let timing = &mut report["timing"];
+    let blocks: Vec<f64> = timing["block_durations_s"]
+        .as_array()
+        .expect("blocks")
+        .iter()
+        .map(|v| v.as_f64().expect("number") * factor)
+        .collect();
+    let calls = timing["calls_per_block"].as_f64().expect("calls");
+    let mut per_call: Vec<f64> = blocks.iter().map(|b| b / calls).collect();
+    timing["block_durations_s"] = serde_json::json!(blocks);
+    per_call.sort_by(f64::total_cmp);
+    let quantile = |q: f64| {
+        let position = q * (per_call.len() - 1) as f64;
+        let (low, high) = (position.floor() as usize, position.ceil() as usize);
+        per_call[low] + (per_call[high] - per_call[low]) * (position - low as f64)
+    };
+    let (q1, median, q3) = (quantile(0.25), quantile(0.5), quantile(0.75));
+    let metrics = &mut report["metrics"];
+    metrics["latency"]["value"] = serde_json::json!(median);
+    metrics["latency"]["known_value"] = serde_json::json!(median);
+    metrics["latency_iqr"]["value"] = serde_json::json!(q3 - q1);
+    metrics["latency_iqr"]["known_value"] = serde_json::json!(q3 - q1);
+    let work_units = report["workload"]["work_units"].as_f64().expect("work");
+    let total: f64 = blocks.iter().sum();
+    let throughput = work_units * calls * blocks.len() as f64 / total;
+    let metrics = &mut report["metrics"];
+    metrics["throughput"]["value"] = serde_json::json!(throughput);
+    metrics["throughput"]["known_value"] = serde_json::json!(throughput);
+    serde_json::to_string_pretty(&report).expect("JSON")
+}
+
+fn core_comparison(
+    baseline: &str,
+    candidate: &str,
+    check: Option<&str>,
+    options: &torchscan_core::bench_compare::CompareOptions,
+) -> String {
+    torchscan_core::bench_compare::compare_benchmarks_json(baseline, candidate, check, options)
+        .expect("a comparison")
+}
+
+#[test]
+fn compare_json_is_the_core_comparison_byte_for_byte() {
+    let baseline = fixture_str(BASELINE);
+    let candidate = candidate_path();
+    let defaults = torchscan_core::bench_compare::CompareOptions::default();
+    for check in [None, Some(CHECK_PASSED), Some(CHECK_FAILED)] {
+        let mut args = vec![
+            "compare".to_owned(),
+            baseline.clone(),
+            candidate.clone(),
+            "--format".to_owned(),
+            "json".to_owned(),
+        ];
+        let check_text = check.map(|c| read(&fixture_str(c)));
+        if let Some(c) = check {
+            args.extend(["--check".to_owned(), fixture_str(c)]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let output = run(&args, None);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(stderr(&output), "");
+        let expected = core_comparison(
+            &read(&baseline),
+            &read(&candidate),
+            check_text.as_deref(),
+            &defaults,
+        );
+        assert_eq!(stdout(&output), expected, "check {check:?}");
+        let value: serde_json::Value = serde_json::from_str(&expected).expect("JSON");
+        assert_eq!(value["kind"], "benchmark_comparison");
+        assert_eq!(value["settings"]["bootstrap_resamples"], 2000);
+        assert_eq!(value["settings"]["confidence_level"], 0.95);
+        assert_eq!(value["settings"]["min_effect"], 0.02);
+        assert_eq!(value["settings"]["seed"], 0);
+    }
+}
+
+#[test]
+fn compare_passes_every_option_to_the_core() {
+    let baseline = fixture_str(BASELINE);
+    let candidate = candidate_path();
+    let output = run(
+        &[
+            "compare",
+            &baseline,
+            &candidate,
+            "--format",
+            "json",
+            "--seed",
+            "11",
+            "--bootstrap-resamples",
+            "300",
+            "--confidence-level",
+            "0.8",
+            "--min-effect",
+            "0.1",
+        ],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let options = torchscan_core::bench_compare::CompareOptions {
+        confidence_level: 0.8,
+        bootstrap_resamples: 300,
+        seed: 11,
+        min_effect: 0.1,
+    };
+    let expected = core_comparison(&read(&baseline), &read(&candidate), None, &options);
+    assert_eq!(stdout(&output), expected);
+    let defaults = run(&["compare", &baseline, &candidate, "--format=json"], None);
+    assert_ne!(stdout(&defaults), expected, "the options change the result");
+}
+
+#[test]
+fn compare_text_and_html_show_the_json_comparison() {
+    let baseline = fixture_str(BASELINE);
+    let candidate = candidate_path();
+    let check = fixture_str(CHECK_PASSED);
+    let json = run(
+        &[
+            "compare", &baseline, &candidate, "--check", &check, "--format", "json",
+        ],
+        None,
+    );
+    let report = torchscan_core::read_report(&stdout(&json)).expect("a valid comparison");
+    let text = run(&["compare", &baseline, &candidate, "--check", &check], None);
+    assert_eq!(text.status.code(), Some(0));
+    assert_eq!(stdout(&text), torchscan_core::format_summary(&report));
+    assert!(
+        stdout(&text).starts_with("Comparison: "),
+        "{}",
+        stdout(&text)
+    );
+    let html = run(
+        &[
+            "compare", &baseline, &candidate, "--check", &check, "--format", "html",
+        ],
+        None,
+    );
+    assert_eq!(html.status.code(), Some(0));
+    let rendered = run(&["render", "-"], Some(&stdout(&json)));
+    assert_eq!(stdout(&html), stdout(&rendered));
+    assert!(stdout(&html).contains("benchmark_comparison"));
+}
+
+#[test]
+fn compare_reads_any_one_input_from_stdin() {
+    let baseline = fixture_str(BASELINE);
+    let candidate = candidate_path();
+    let check = fixture_str(CHECK_FAILED);
+    let from_files = run(
+        &[
+            "compare", &baseline, &candidate, "--check", &check, "--format", "json",
+        ],
+        None,
+    );
+    assert_eq!(from_files.status.code(), Some(0));
+    let variants: [([&str; 3], &str); 3] = [
+        (["-", &candidate, &check], &baseline),
+        ([&baseline, "-", &check], &candidate),
+        ([&baseline, &candidate, "-"], &check),
+    ];
+    for ([base, cand, chk], piped) in variants {
+        let output = run(
+            &[
+                "compare", base, cand, "--check", chk, "--format", "json", "-o", "-",
+            ],
+            Some(&read(piped)),
+        );
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(stdout(&output), stdout(&from_files), "{piped} on stdin");
+    }
+}
+
+#[test]
+fn compare_gate_fails_on_a_named_verdict_after_writing_the_output() {
+    let dir = scratch("compare-gate");
+    let slower = dir.join("slower.json");
+    fs::write(&slower, scaled_baseline(1.5)).expect("candidate");
+    let slower = slower.to_string_lossy().into_owned();
+    let validated = run(&["validate", &slower], None);
+    assert_eq!(validated.status.code(), Some(0), "{}", stdout(&validated));
+    let baseline = fixture_str(BASELINE);
+    let out = dir.join("comparison.json");
+    let out_arg = out.to_string_lossy().into_owned();
+    let gated = run(
+        &[
+            "compare",
+            &baseline,
+            &slower,
+            "--format",
+            "json",
+            "-o",
+            &out_arg,
+            "--fail-on",
+            "slower",
+        ],
+        None,
+    );
+    assert_eq!(gated.status.code(), Some(1));
+    assert_eq!(
+        stderr(&gated),
+        "torchscan-report: the verdict is `slower`, which --fail-on rejects\n"
+    );
+    let written: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&out).expect("written first")).expect("JSON");
+    assert_eq!(written["verdict"], "slower");
+    let latency = written["deltas"]
+        .as_array()
+        .expect("deltas")
+        .iter()
+        .find(|d| d["metric"] == "latency")
+        .expect("latency")
+        .clone();
+    let ratio = latency["ratio"].as_f64().expect("ratio");
+    assert!((ratio - 1.5).abs() < 1e-9, "{ratio}");
+    // Other verdicts pass the gate; several gates can be named.
+    for gates in [
+        &["--fail-on", "faster"][..],
+        &["--fail-on", "inconclusive,withheld"],
+    ] {
+        let mut args = vec!["compare", &baseline, &slower];
+        args.extend_from_slice(gates);
+        let output = run(&args, None);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{gates:?}: {}",
+            stderr(&output)
+        );
+        assert!(stdout(&output).starts_with("Comparison: slower\n"));
+    }
+    let repeated = run(
+        &[
+            "compare",
+            &baseline,
+            &slower,
+            "--fail-on",
+            "faster",
+            "--fail-on",
+            "slower",
+        ],
+        None,
+    );
+    assert_eq!(repeated.status.code(), Some(1));
+    // The same reports the other way round: faster.
+    let faster = run(
+        &["compare", &slower, &baseline, "--fail-on", "faster"],
+        None,
+    );
+    assert_eq!(faster.status.code(), Some(1));
+    assert!(stdout(&faster).starts_with("Comparison: faster\n"));
+    fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn compare_refusals_and_invalid_input_exit_one_and_write_nothing() {
+    let dir = scratch("compare-refused");
+    let out = dir.join("comparison.txt");
+    fs::write(&out, "previous").expect("previous file");
+    let out_arg = out.to_string_lossy().into_owned();
+    let baseline = fixture_str(BASELINE);
+    let cuda = fixture_str("reports/benchmark_cuda_full.json");
+    let output = run(&["compare", &baseline, &cuda, "-o", &out_arg], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "torchscan-report: cannot compare {baseline} and {cuda}: the reports count different \
+             work (32 samples vs 4096 tokens per call); measure both with the same work_units \
+             and work_unit\n"
+        )
+    );
+    let flops = fixture_str("reports/flops_square_matmul.json");
+    let output = run(
+        &[
+            "compare",
+            &baseline,
+            &candidate_path(),
+            "--check",
+            &flops,
+            "-o",
+            &out_arg,
+        ],
+        None,
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        format!("{flops}: $.kind: expected a `output_check` report, found `flops`\n")
+    );
+    let broken = read(&baseline).replacen("\"calls_per_block\": 1000", "\"calls_per_block\": 0", 1);
+    let output = run(&["compare", &baseline, "-", "-o", &out_arg], Some(&broken));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).starts_with("<stdin>: $.timing.calls_per_block: "),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(fs::read_to_string(&out).expect("kept"), "previous");
+    let names: Vec<_> = fs::read_dir(&dir)
+        .expect("list")
+        .map(|entry| entry.expect("entry").file_name())
+        .collect();
+    assert_eq!(names, [std::ffi::OsString::from("comparison.txt")]);
+    fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn compare_usage_errors_exit_two() {
+    let baseline = fixture_str(BASELINE);
+    let candidate = candidate_path();
+    assert_eq!(run(&["compare"], None).status.code(), Some(2));
+    assert_eq!(run(&["compare", &baseline], None).status.code(), Some(2));
+    for (option, value) in [
+        ("--confidence-level", "0"),
+        ("--confidence-level", "1"),
+        ("--bootstrap-resamples", "0"),
+        ("--bootstrap-resamples", "1000001"),
+        ("--min-effect", "-0.01"),
+        ("--min-effect", "inf"),
+        ("--seed", "-1"),
+        ("--format", "yaml"),
+        ("--fail-on", "worse"),
+    ] {
+        let output = run(&["compare", &baseline, &candidate, option, value], None);
+        assert_eq!(output.status.code(), Some(2), "{option} {value}");
+        assert!(stderr(&output).contains(option), "{}", stderr(&output));
+        assert_eq!(stdout(&output), "");
+    }
+    let two = run(&["compare", "-", "-"], Some("{}"));
+    assert_eq!(two.status.code(), Some(2));
+    let missing = run(&["compare", &baseline, "/nonexistent/candidate.json"], None);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("cannot read /nonexistent/candidate.json"));
+    let unwritable = run(
+        &[
+            "compare",
+            &baseline,
+            &candidate,
+            "-o",
+            "/nonexistent/dir/out.json",
+        ],
+        None,
+    );
+    assert_eq!(unwritable.status.code(), Some(2));
+    assert!(stderr(&unwritable).contains("cannot write /nonexistent/dir/out.json"));
+}
+
+#[test]
+fn diff_html_is_the_page_of_the_diff_report() {
+    let before = fixture_str("reports/analysis_small_cnn.json");
+    let after = fixture_str("reports/analysis_small_cnn_widened.json");
+    let json = run(&["diff", &before, &after, "--format", "json"], None);
+    let html = run(&["diff", &before, &after, "--format", "html"], None);
+    assert_eq!(html.status.code(), Some(0), "{}", stderr(&html));
+    let rendered = run(&["render", "-"], Some(&stdout(&json)));
+    assert_eq!(stdout(&html), stdout(&rendered));
+    assert!(
+        stdout(&html).contains("Layers added (1)"),
+        "{}",
+        stdout(&html)
+    );
+}
+
+#[test]
+fn every_command_help_has_examples() {
+    for command in ["validate", "summary", "schema", "diff", "compare", "render"] {
+        let output = run(&[command, "--help"], None);
+        assert_eq!(output.status.code(), Some(0));
+        let text = stdout(&output);
+        let examples = text
+            .split("Examples:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{command} --help has no examples: {text}"));
+        assert!(
+            examples
+                .lines()
+                .take_while(|line| !line.is_empty())
+                .any(|line| line.contains(&format!("torchscan-report {command}"))),
+            "{command}: {examples}"
+        );
+        assert!(text.contains("Exit codes: 0 "), "{command}");
+    }
+}
+
+#[test]
+fn schema_writes_nothing_on_stderr() {
+    let output = run(&["schema"], None);
+    assert_eq!(output.status.code(), Some(0));
+    assert_eq!(stderr(&output), "");
+    let value: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    assert!(value.is_object());
 }

@@ -169,6 +169,9 @@ struct Row {
 struct Chart {
     width: u32,
     height: u32,
+    /// Left and right ends of the plot area; the axis labels sit left of it.
+    plot_left: u32,
+    plot_right: u32,
     points: Vec<Point>,
     median_y: String,
     q1_y: String,
@@ -182,6 +185,8 @@ struct Chart {
 struct Point {
     x: String,
     y: String,
+    /// Above the plotted range: drawn hollow at the top edge.
+    clipped: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -500,6 +505,30 @@ fn coordinate(value: f64) -> String {
     format!("{value:.1}")
 }
 
+/// How far above the third quartile, in IQRs, the chart's range reaches before it clips a block
+/// (Tukey's fence for outliers).
+const CHART_FENCE_IQRS: f64 = 1.5;
+/// The least vertical distance between two axis labels, in SVG units (the font is 11 px).
+const LABEL_GAP: f64 = 12.0;
+
+/// Baselines for the Q3, median and Q1 labels (top to bottom), at least [`LABEL_GAP`] apart and
+/// inside `[first, last]`, each as near to its line as that allows.
+fn spread_labels(lines_y: [f64; 3], first: f64, last: f64) -> [f64; 3] {
+    let mut placed = lines_y.map(|y| y + 4.0);
+    for i in 1..placed.len() {
+        placed[i] = placed[i].max(placed[i - 1] + LABEL_GAP);
+    }
+    let overflow = placed[2] - last;
+    if overflow > 0.0 {
+        placed = placed.map(|y| y - overflow);
+    }
+    let underflow = first - placed[0];
+    if underflow > 0.0 {
+        placed = placed.map(|y| y + underflow);
+    }
+    placed
+}
+
 fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
     let timing = report.timing.as_ref()?;
     if timing.calls_per_block == 0 || timing.block_durations_s.is_empty() {
@@ -512,9 +541,23 @@ fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
         .collect();
     let [q1, median, q3] = stats::quartiles(&per_call).ok()?;
     let low = stats::min(&per_call).ok()?;
-    let high = stats::max(&per_call).ok()?;
+    let slowest = stats::max(&per_call).ok()?;
+    // A few slow blocks must not squash the quartiles into one line: the range stops at a fence
+    // above Q3, and slower blocks sit on the top edge, drawn hollow and counted in the caption.
+    let fence = q3 + CHART_FENCE_IQRS * (q3 - q1);
+    let high = if q3 > q1 && slowest > fence {
+        fence
+    } else {
+        slowest
+    };
     let (width, height) = (640u32, 200u32);
-    let (left, right, top, bottom) = (90.0, 10.0, 10.0, 10.0);
+    let (plot_left, plot_right) = (110u32, width - 10);
+    let (left, right, top, bottom) = (
+        f64::from(plot_left),
+        f64::from(width - plot_right),
+        10.0,
+        10.0,
+    );
     let span = if high > low {
         high - low
     } else {
@@ -522,7 +565,7 @@ fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
     };
     let (low, high) = (low - span * 0.05, high + span * 0.05);
     let plot_height = f64::from(height) - top - bottom;
-    let y_of = |v: f64| top + (high - v) / (high - low) * plot_height;
+    let y_of = |v: f64| top + (high - v.min(high)) / (high - low) * plot_height;
     let plot_width = f64::from(width) - left - right;
     let n = per_call.len();
     let x_of = |i: usize| {
@@ -532,38 +575,58 @@ fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
             left + plot_width * i as f64 / (n - 1) as f64
         }
     };
-    let points = per_call
+    let points: Vec<Point> = per_call
         .iter()
         .enumerate()
         .map(|(i, v)| Point {
             x: coordinate(x_of(i)),
             y: coordinate(y_of(*v)),
+            clipped: *v > high,
         })
         .collect();
-    let labels = [("median", median), ("Q3", q3), ("Q1", q1)]
+    let clipped = points.iter().filter(|p| p.clipped).count();
+    let label_y = spread_labels(
+        [y_of(q3), y_of(median), y_of(q1)],
+        top + 4.0,
+        f64::from(height) - 2.0,
+    );
+    let labels = [("Q3", q3), ("median", median), ("Q1", q1)]
         .into_iter()
-        .map(|(name, v)| AxisLabel {
-            y: coordinate(y_of(v)),
+        .zip(label_y)
+        .map(|((name, v), y)| AxisLabel {
+            y: coordinate(y),
             text: format!("{name} {}", display_number(v, "s")),
         })
         .collect();
+    let mut caption = format!(
+        "{} timed blocks of {} calls: per-call mean of each block; median {}, IQR {} to {}",
+        count(n as u64),
+        count(timing.calls_per_block),
+        display_number(median, "s"),
+        display_number(q1, "s"),
+        display_number(q3, "s"),
+    );
+    if clipped > 0 {
+        let _ = write!(
+            caption,
+            "; {} slower block{} (up to {}) drawn hollow at the top edge",
+            count(clipped as u64),
+            if clipped == 1 { "" } else { "s" },
+            display_number(slowest, "s"),
+        );
+    }
     Some(Chart {
         width,
         height,
+        plot_left,
+        plot_right,
         points,
         median_y: coordinate(y_of(median)),
         q1_y: coordinate(y_of(q3)),
         q3_y: coordinate(y_of(q1)),
         iqr_height: coordinate((y_of(q1) - y_of(q3)).max(0.0)),
         labels,
-        caption: format!(
-            "{} timed blocks of {} calls: per-call mean of each block; median {}, IQR {} to {}",
-            count(n as u64),
-            count(timing.calls_per_block),
-            display_number(median, "s"),
-            display_number(q1, "s"),
-            display_number(q3, "s"),
-        ),
+        caption,
     })
 }
 
@@ -1004,5 +1067,26 @@ fn diff_page(page: &mut Page, report: &ReportDiffReport) {
             note: None,
             ..Section::default()
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_keep_apart_and_inside_the_chart() {
+        // Three lines a pixel apart: the labels are pushed apart around them, in order.
+        let placed = spread_labels([100.0, 101.0, 102.0], 14.0, 198.0);
+        assert_eq!(placed, [104.0, 116.0, 128.0]);
+        // Near the bottom edge: shifted up as a group, still apart.
+        let placed = spread_labels([189.0, 189.5, 190.0], 14.0, 198.0);
+        assert_eq!(placed, [174.0, 186.0, 198.0]);
+        // Near the top edge: shifted down.
+        let placed = spread_labels([0.0, 0.0, 0.0], 14.0, 198.0);
+        assert_eq!(placed, [14.0, 26.0, 38.0]);
+        // Lines far apart keep their own heights.
+        let placed = spread_labels([20.0, 80.0, 150.0], 14.0, 198.0);
+        assert_eq!(placed, [24.0, 84.0, 154.0]);
     }
 }
