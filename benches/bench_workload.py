@@ -44,19 +44,23 @@ def main() -> None:
     start = time.perf_counter()
     first = measure()
     first_wall_s = time.perf_counter() - start
-    walls, medians, references = [], [], []
+    # (a) and (c): five consecutive calls, nothing else in between.
+    walls, medians = [], []
     for _ in range(5):
         start = time.perf_counter()
         report = measure()
         walls.append(time.perf_counter() - start)
         medians.append(report["metrics"]["latency"]["value"])
-        # The reference runs beside each of our runs, interleaved, so drift affects both.
+    # (b): five more calls, each beside a Timer run, interleaved, so drift affects both.
+    paired, references = [], []
+    for _ in range(5):
+        paired.append(measure()["metrics"]["latency"]["value"])
         timer = benchmark.Timer(
             stmt="workload()", globals={"workload": workload}, num_threads=1
         ).blocked_autorange(min_run_time=1)
         references.append(timer.median)
     reference_s = sorted(references)[2]
-    ours_s = sorted(medians)[2]
+    ours_s = sorted(paired)[2]
     rows = [
         (
             "(a) wall time, first call in the process (includes lazy torch imports)",
@@ -70,7 +74,12 @@ def main() -> None:
             "<= 3 s",
             "PASS" if sorted(walls)[2] <= 3 else "FAIL",
         ),
-        ("(b) latency median, torchscan (median of 5 runs)", f"{ours_s * 1e6:.3f} us", "", ""),
+        (
+            "(b) latency median, torchscan (median of 5 runs beside the Timer's)",
+            f"{ours_s * 1e6:.3f} us",
+            "",
+            "",
+        ),
         (
             "(b) torch.utils.benchmark blocked_autorange(min_run_time=1) median",
             f"{reference_s * 1e6:.3f} us",
@@ -108,6 +117,7 @@ def main() -> None:
                     "first_wall_s": first_wall_s,
                     "walls_s": walls,
                     "medians_s": medians,
+                    "paired_medians_s": paired,
                     "timer_medians_s": references,
                 },
                 handle,

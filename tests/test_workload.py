@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import io
+import sys
+
 import pytest
 import torch
 from torch.utils._python_dispatch import _get_current_dispatch_mode
@@ -185,3 +188,32 @@ def test_measure_peak_memory_is_exported() -> None:
     report = torchscan.measure_peak_memory(workload, device="cpu")
     assert report["tensor_memory_peak"]["value"] == 98_816
     assert torchscan.validate_report(report) == "peak_memory"
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is interactive."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("interactive", "min_time_s", "expect_bar"),
+    [(True, 2.2, True), (False, 2.2, False), (True, 0.05, False)],
+    ids=["long-on-a-terminal", "long-not-a-terminal", "short-on-a-terminal"],
+)
+def test_progress_bar_only_for_long_measurements_on_a_terminal(
+    monkeypatch: pytest.MonkeyPatch, interactive: bool, min_time_s: float, expect_bar: bool
+) -> None:
+    workload, _ = readme_workload()
+    stream = _Terminal() if interactive else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stream)
+    budget = {**FAST, "min_time_s": min_time_s, "max_time_s": min_time_s + 1.0}
+    report = measure_workload(workload, metrics=["latency"], print_summary=False, **budget)
+    written = stream.getvalue()
+    if expect_bar:
+        assert "torchscan: timing [" in written and "blocks" in written
+        assert written.endswith("\r")  # the line is cleared once timing ends
+    else:
+        assert written == ""
+    assert report["metrics"]["latency"]["status"] == "complete"
