@@ -110,3 +110,24 @@ def test_paired_rounds_need_the_same_number_of_blocks() -> None:
     with pytest.raises(ReportComparisonError, match="150 timed blocks and the candidate 149"):
         compare_benchmarks(example_report_text(), fewer, paired=True)
     assert compare_benchmarks(example_report_text(), fewer)["kind"] == "benchmark_comparison"
+
+
+def test_context_differences_are_named_plainly() -> None:
+    candidate = scaled(1.0)
+    candidate["context"]["torch_version"] = "9.9.9"
+    candidate["context"]["torch_threads"] = 8
+    candidate["context"]["flags"]["grad_enabled"] = not candidate["context"]["flags"][
+        "grad_enabled"
+    ]
+    baseline = json.loads(example_report_text())
+    report = compare_benchmarks(baseline, candidate)
+    [mismatch] = [d for d in report["diagnostics"] if d["code"] == "context_mismatch"]
+    before = baseline["context"]
+    grad = str(before["flags"]["grad_enabled"]).lower()
+    other = str(not before["flags"]["grad_enabled"]).lower()
+    assert f"threads ({before['torch_threads']} vs 8)" in mismatch["message"]
+    assert f"torch version ({before['torch_version']} vs 9.9.9)" in mismatch["message"]
+    assert f"flag grad_enabled ({grad} vs {other})" in mismatch["message"]
+    # Only what differs is named, and never as debug text.
+    assert "inference_mode" not in mismatch["message"]
+    assert "Some(" not in mismatch["message"] and "Flags {" not in mismatch["message"]

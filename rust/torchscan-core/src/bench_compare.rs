@@ -300,15 +300,11 @@ fn context_differences(baseline: &Context, candidate: &Context) -> Vec<String> {
             differences.push(format!("{name} ({left} vs {right})"));
         }
     };
-    note(
-        "device",
-        format!("{:?}", baseline.device),
-        format!("{:?}", candidate.device),
-    );
+    note("device", shown(&baseline.device), shown(&candidate.device));
     note(
         "threads",
-        format!("{:?}", baseline.torch_threads),
-        format!("{:?}", candidate.torch_threads),
+        shown(&baseline.torch_threads),
+        shown(&candidate.torch_threads),
     );
     note(
         "dtypes",
@@ -317,15 +313,38 @@ fn context_differences(baseline: &Context, candidate: &Context) -> Vec<String> {
     );
     note(
         "torch version",
-        format!("{:?}", baseline.torch_version),
-        format!("{:?}", candidate.torch_version),
+        shown(&baseline.torch_version),
+        shown(&candidate.torch_version),
     );
-    note(
-        "flags",
-        format!("{:?}", baseline.flags),
-        format!("{:?}", candidate.flags),
-    );
+    // Each flag that differs, by its report name: the whole set would bury the one that matters.
+    let left = serde_json::to_value(&baseline.flags).unwrap_or_default();
+    let right = serde_json::to_value(&candidate.flags).unwrap_or_default();
+    if let (Some(left), Some(right)) = (left.as_object(), right.as_object()) {
+        for (name, value) in left {
+            let other = right.get(name).unwrap_or(&serde_json::Value::Null);
+            note(
+                &format!("flag {name}"),
+                shown_json(value),
+                shown_json(other),
+            );
+        }
+    }
     differences
+}
+
+/// A recorded context value as a reader wants it: the value, or `not recorded`.
+fn shown<T: std::fmt::Display>(value: &Option<T>) -> String {
+    value
+        .as_ref()
+        .map_or_else(|| "not recorded".to_owned(), ToString::to_string)
+}
+
+fn shown_json(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Null => "not recorded".to_owned(),
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
 }
 
 fn check_options(options: &CompareOptions) -> Result<(), BenchCompareError> {
