@@ -703,3 +703,18 @@ def test_a_residual_around_attention_has_no_receptive_field() -> None:
     # The sum of the convolution's output and the attention's is not the convolution's field.
     assert fields[""]["status"] == "unavailable"
     assert "does not keep spatial positions" in fields[""]["reason"]
+
+
+def test_compiled_submodules_are_recorded_without_warnings() -> None:
+    import warnings
+
+    inner = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+    model = nn.Sequential(torch.compile(inner, backend="eager"), nn.Linear(8, 2))
+    before = _global_hooks()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = crawl_module(model, args=(torch.randn(4, 8),))
+    assert _global_hooks() == before
+    paths = [layer["path"] for layer in report["layers"]]
+    assert paths[0] == "" and paths[-1] == "1" and "0._orig_mod.0" in paths
+    assert report["operator_flops"]["total"]["value"] == 2 * 4 * 8 * 8 + 2 * 4 * 8 * 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from typing import IO, Any
 
@@ -898,7 +899,12 @@ def _analyse(
     try:
         if any(training):
             model.eval()
-        with torch.no_grad(), recorder:
+        with torch.no_grad(), recorder, warnings.catch_warnings():
+            # With compiled modules the recorder falls back to process-wide hooks, about which
+            # torch.compile warns; they are the analysis's, not the user's.
+            warnings.filterwarnings(
+                "ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks"
+            )
             if counter is None:
                 model(*positional, **keywords)
             else:
