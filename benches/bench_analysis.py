@@ -23,12 +23,10 @@ Usage
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import gc
 import importlib.util
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -38,6 +36,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import machine  # noqa: E402
+
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
@@ -285,47 +286,6 @@ def peers_info() -> dict[str, Any]:
 # --------------------------------------------------------------------------- report
 
 
-def _machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    commit = None
-    dirty = None
-    try:
-        commit = (
-            subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-            ).stdout.strip()
-            or None
-        )
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=REPO,
-                capture_output=True,
-                text=True,
-            ).stdout.strip()
-        )
-    except OSError:
-        pass
-    return {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "cpu": cpu,
-        "nproc": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torchscan": getattr(torchscan, "__version__", "?"),
-        "torch_threads": torch.get_num_threads(),
-        "git_commit": commit,
-        "git_tracked_changes": dirty,
-    }
-
-
 def render(results: dict[str, Any]) -> str:
     m = results["machine"]
     lines = [
@@ -428,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     parts = set(args.only or ("resnet", "deep", "import", "peers"))
     q = args.quick
     started = time.perf_counter()
-    results: dict[str, Any] = {"quick": q, "machine": _machine()}
+    results: dict[str, Any] = {"quick": q, "machine": machine()}
     try:
         if "resnet" in parts:
             results["resnet"] = bench_resnet(repeats=3 if q else 21, warmup=1 if q else 3)

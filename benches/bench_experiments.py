@@ -32,12 +32,8 @@ Usage
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -51,6 +47,9 @@ import torchscan
 from torchscan.timing import TimingBudget, run_interleaved_timing
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import machine  # noqa: E402
+
 TARGET_SLOWDOWN = 1.05
 CALIBRATION_TOLERANCE = 0.004
 MAX_FALSE_PER_100 = 1
@@ -260,52 +259,6 @@ def summarize(found: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- report
 
 
-def _machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    commit = None
-    dirty = None
-    try:
-        commit = (
-            subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-            ).stdout.strip()
-            or None
-        )
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=REPO,
-                capture_output=True,
-                text=True,
-            ).stdout.strip()
-        )
-    except OSError:
-        pass
-    try:
-        load = os.getloadavg()
-    except OSError:
-        load = None
-    return {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "cpu": cpu,
-        "nproc": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torchscan": getattr(torchscan, "__version__", "?"),
-        "torch_threads": torch.get_num_threads(),
-        "git_commit": commit,
-        "git_tracked_changes": dirty,
-        "load_average_at_start": load,
-    }
-
-
 def _pass(ok: bool) -> str:
     return "PASS" if ok else "FAIL"
 
@@ -377,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     runs = args.runs if args.runs is not None else (10 if args.quick else 100)
     started = time.perf_counter()
-    results: dict[str, Any] = {"quick": args.quick, "machine": _machine()}
+    results: dict[str, Any] = {"quick": args.quick, "machine": machine()}
     try:
         results["experiments"] = run_experiments(max(1, runs), args.quick)
         results["summary"] = summarize(results["experiments"])

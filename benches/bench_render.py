@@ -25,10 +25,8 @@ Usage
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
@@ -45,6 +43,8 @@ from torch import nn
 import torchscan
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _machine import machine  # noqa: E402
 
 LAYERS = 10_000
 LIMIT_VALIDATE_RENDER_S = 0.5
@@ -177,45 +177,6 @@ def bench(repeats: int, warmup: int, workdir: Path, binary_path: Path) -> dict[s
 # --------------------------------------------------------------------------- report
 
 
-def _machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    commit = dirty = None
-    try:
-        commit = (
-            subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
-            ).stdout.strip()
-            or None
-        )
-        dirty = bool(
-            subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
-                cwd=REPO,
-                capture_output=True,
-                text=True,
-            ).stdout.strip()
-        )
-    except OSError:
-        pass
-    return {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
-        "cpu": cpu,
-        "nproc": os.cpu_count(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torchscan": getattr(torchscan, "__version__", "?"),
-        "git_commit": commit,
-        "git_tracked_changes": dirty,
-    }
-
-
 def render(results: dict[str, Any]) -> str:
     m = results["machine"]
     lines = [
@@ -284,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     started = time.perf_counter()
-    results: dict[str, Any] = {"quick": args.quick, "machine": _machine()}
+    results: dict[str, Any] = {"quick": args.quick, "machine": machine()}
     workdir = Path(tempfile.mkdtemp(prefix="torchscan-bench-render-"))
     try:
         binary = args.binary or BINARY
