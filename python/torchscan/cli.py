@@ -186,6 +186,14 @@ def _compare(arguments: argparse.Namespace) -> int:
     return 1 if experiment.comparison["check"]["status"] == "failed" else 0
 
 
+def _workload_options(parser: argparse.ArgumentParser, metrics_help: str) -> None:
+    """The options ``measure`` and ``compare`` share: device, work per call and passes."""
+    parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
+    parser.add_argument("--work-units", type=float, default=1.0, help="work units per call")
+    parser.add_argument("--work-unit", default="calls", help="name of a work unit")
+    parser.add_argument("--metrics", default=None, help=metrics_help)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m torchscan",
@@ -209,13 +217,9 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     measure.add_argument("workload", help="module:attr or path/to/file.py:attr")
-    measure.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
-    measure.add_argument("--work-units", type=float, default=1.0, help="work units per call")
-    measure.add_argument("--work-unit", default="calls", help="name of a work unit")
-    measure.add_argument(
-        "--metrics",
-        default=None,
-        help="comma-separated passes: latency, operator_flops, tensor_memory, process_rss, "
+    _workload_options(
+        measure,
+        "comma-separated passes: latency, operator_flops, tensor_memory, process_rss, "
         "profiler (default: the first three)",
     )
     measure.add_argument("--min-time", type=float, default=1.0, help="minimum timing seconds")
@@ -245,14 +249,9 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument(
         "--equal-nan", action="store_true", help="NaNs in the same places count as equal"
     )
-    compare.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
-    compare.add_argument("--work-units", type=float, default=1.0, help="work units per call")
-    compare.add_argument("--work-unit", default="calls", help="name of a work unit")
-    compare.add_argument(
-        "--metrics",
-        default=None,
-        help="comma-separated passes, as for measure (default: latency, operator_flops, "
-        "tensor_memory)",
+    _workload_options(
+        compare,
+        "comma-separated passes, as for measure (default: latency, operator_flops, tensor_memory)",
     )
     compare.add_argument(
         "--min-time", type=float, default=2.0, help="minimum seconds of interleaved timing"

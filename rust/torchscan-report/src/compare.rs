@@ -14,7 +14,7 @@ use torchscan_core::{Problem, Report, format_summary, read_report, render_html};
 
 use crate::{
     EXIT_INVALID, EXIT_OK, EXIT_USAGE, OutputFormat, display_name, is_stdin, print_problems,
-    read_input, write_output,
+    read_inputs, write_output,
 };
 
 /// The arguments of `compare`.
@@ -168,20 +168,10 @@ pub fn compare(
         )?;
         return Ok(EXIT_USAGE);
     }
-    let mut texts = Vec::with_capacity(inputs.len());
-    for (_, path) in &inputs {
-        match read_input(path, stdin) {
-            Ok(text) => texts.push(text),
-            Err(error) => {
-                writeln!(
-                    stderr,
-                    "torchscan-report: cannot read {}: {error}",
-                    display_name(path)
-                )?;
-                return Ok(EXIT_USAGE);
-            }
-        }
-    }
+    let paths: Vec<&Path> = inputs.iter().map(|(_, path)| *path).collect();
+    let Some(texts) = read_inputs(&paths, stdin, stderr)? else {
+        return Ok(EXIT_USAGE);
+    };
     let names: Vec<(&str, String)> = inputs
         .iter()
         .map(|(side, path)| (*side, display_name(path)))

@@ -119,6 +119,30 @@ pub(crate) fn read_input(path: &Path, stdin: &mut dyn Read) -> std::io::Result<S
     }
 }
 
+/// Reads every input in order. The first that cannot be read is reported on `stderr` and gives
+/// `None`: the command then exits with the usage code.
+pub(crate) fn read_inputs(
+    paths: &[&Path],
+    stdin: &mut dyn Read,
+    stderr: &mut dyn Write,
+) -> std::io::Result<Option<Vec<String>>> {
+    let mut texts = Vec::with_capacity(paths.len());
+    for path in paths {
+        match read_input(path, stdin) {
+            Ok(text) => texts.push(text),
+            Err(error) => {
+                writeln!(
+                    stderr,
+                    "torchscan-report: cannot read {}: {error}",
+                    display_name(path)
+                )?;
+                return Ok(None);
+            }
+        }
+    }
+    Ok(Some(texts))
+}
+
 pub(crate) fn display_name(path: &Path) -> String {
     if path.as_os_str() == "-" {
         "<stdin>".to_owned()
@@ -248,20 +272,9 @@ fn diff(
         )?;
         return Ok(EXIT_USAGE);
     }
-    let mut texts = Vec::with_capacity(2);
-    for path in [before, after] {
-        match read_input(path, stdin) {
-            Ok(text) => texts.push(text),
-            Err(error) => {
-                writeln!(
-                    stderr,
-                    "torchscan-report: cannot read {}: {error}",
-                    display_name(path)
-                )?;
-                return Ok(EXIT_USAGE);
-            }
-        }
-    }
+    let Some(texts) = read_inputs(&[before, after], stdin, stderr)? else {
+        return Ok(EXIT_USAGE);
+    };
     let (before_name, after_name) = (display_name(before), display_name(after));
     let diff = match compare_report_texts(&texts[0], &texts[1]) {
         Ok(diff) => diff,
