@@ -778,9 +778,11 @@ class _FieldTracker:
 
     def on_call(self, call: _Call) -> ReceptiveField:
         formulas = _formulas()
+        module = call.module
+        rule = formulas._rule(module)
         output = call.output
         outputs = [output] if type(output) is TensorSpec else iter_tensors(output)
-        if call.children and not formulas.has_formula(call.module):
+        if call.children and rule is None:
             state = self._states.get(outputs[0].ident) if outputs else None
             if state is None:
                 return _unavailable_field(
@@ -793,7 +795,6 @@ class _FieldTracker:
         first = call.inputs[0] if call.inputs else None
         inputs = [first] if type(first) is TensorSpec else iter_tensors(call.inputs)
         state = self._states.get(inputs[0].ident) if inputs else None
-        type_name = type(call.module).__name__
         if state is None:
             return _unavailable_field(
                 "the input does not come from the model input through tracked layers"
@@ -803,34 +804,64 @@ class _FieldTracker:
         if state is _MIXED:
             self._mix(outputs)
             return _unavailable_field(_MIXED_REASON)
-        if isinstance(call.module, formulas.nn.modules.conv._ConvTransposeNd):
+        if isinstance(module, _conv_transpose_type()):
             self._mix(outputs)
             return _unavailable_field("transposed convolutions are not tracked")
-        step = formulas.field_step(call.module, call.inputs, call.output)
+        step = (
+            rule.field(module, call.inputs, call.output)
+            if rule is not None and rule.field is not None
+            else None
+        )
         if step is None:
             self._mix(outputs)
-            return _unavailable_field(f"{type_name} does not keep spatial positions aligned")
+            return _unavailable_field(
+                f"{type(module).__name__} does not keep spatial positions aligned"
+            )
         size, stride, padding = state
         if len(step.kernel) != len(size):
             self._mix(outputs)
             return _unavailable_field(
-                f"{type_name} works on {len(step.kernel)} spatial dimensions, "
+                f"{type(module).__name__} works on {len(step.kernel)} spatial dimensions, "
                 f"its input has {len(size)}"
             )
-        new_state: _FieldState = (
-            tuple(
-                [
-                    r + (k - 1) * d * j
-                    for r, k, d, j in zip(size, step.kernel, step.dilation, stride, strict=True)
-                ]
-            ),
-            tuple([j * s for j, s in zip(stride, step.stride, strict=True)]),
-            tuple([p + q * j for p, q, j in zip(padding, step.padding, stride, strict=True)]),
-        )
+        if _is_passthrough(step):
+            new_state: _FieldState = state  # activations, normalisation: positions unchanged
+        else:
+            new_state = (
+                tuple(
+                    [
+                        r + (k - 1) * d * j
+                        for r, k, d, j in zip(size, step.kernel, step.dilation, stride, strict=True)
+                    ]
+                ),
+                tuple([j * s for j, s in zip(stride, step.stride, strict=True)]),
+                tuple([p + q * j for p, q, j in zip(padding, step.padding, stride, strict=True)]),
+            )
         for tensor in outputs:
             if len(tensor.shape) - 2 == len(size):
                 self._states[tensor.ident] = new_state
         return _field(new_state)
+
+
+def _is_passthrough(step: Any) -> bool:
+    """Kernel 1, stride 1, padding 0 and dilation 1 in every dimension."""
+    for values, neutral in (
+        (step.kernel, 1),
+        (step.stride, 1),
+        (step.padding, 0),
+        (step.dilation, 1),
+    ):
+        for value in values:
+            if value != neutral:
+                return False
+    return True
+
+
+@functools.cache
+def _conv_transpose_type() -> type:
+    from torch.nn.modules.conv import _ConvTransposeNd
+
+    return _ConvTransposeNd
 
 
 @functools.cache
@@ -925,6 +956,8 @@ def _analyse(
             call.input_metas = [describe(value) for value in call.inputs]
             call.output_meta = describe(call.output)
     if full:
+        assert counter is not None
+        counter.finish()
         for call in ordered:
             _estimate_call(call, diagnostics)
         assert recorder.log is not None
@@ -1161,6 +1194,7 @@ def _crawl_counter_class() -> type:
     import torch
 
     from .flops import OperatorFlopCounter, _ModuleStats
+    from .opflops.formulas import shapes_of
     from .opflops.mode import COUNTED, UNCOUNTED, Entry
 
     tensor_type = torch.Tensor
@@ -1178,6 +1212,61 @@ def _crawl_counter_class() -> type:
             self._recorder = recorder
             self._log = recorder.log if recorder.log is not None else []
             self._sequence = 0
+            # Counted calls whose shape formula is applied once the forward is over:
+            # (entry, shapes of args, of kwargs, of the result, elements read and written, call).
+            self._deferred: list[tuple[Any, ...]] = []
+
+        def _defer(
+            self, entry: Entry, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any
+        ) -> None:
+            # One pass over the arguments: the shapes the formula takes, and the elements of
+            # every tensor (the call's DMAs). Sizes and flags are kept as they are.
+            shaped: list[Any] = []
+            elements = 0
+            for value in args:
+                if isinstance(value, tensor_type):
+                    shaped.append(value.shape)
+                    elements += value.numel()
+                elif type(value) is list or type(value) is tuple:
+                    shaped.append(shapes_of(value))
+                    elements += _tensor_elements(value)
+                else:
+                    shaped.append(value)
+            shaped_kwargs: dict[str, Any] = {}
+            if kwargs:
+                shaped_kwargs = {key: shapes_of(value) for key, value in kwargs.items()}
+                elements += _tensor_elements(kwargs.values())
+            if isinstance(out, tensor_type):
+                shaped_out: Any = out.shape
+                elements += out.numel()
+            else:
+                shaped_out = shapes_of(out)
+                elements += _tensor_elements((out,))
+            self._deferred.append(
+                (entry, shaped, shaped_kwargs, shaped_out, elements, self._recorder.top)
+            )
+
+        def finish(self) -> None:
+            """Apply the deferred formulas: tallies, and each call's own FLOPs and DMAs."""
+            for entry, args, kwargs, out, elements, call in self._deferred:
+                stats = entry.stats
+                try:
+                    flops = entry.on_shapes(args, kwargs, out)
+                except Exception as error:  # counted as the mode counts a failing formula
+                    stats.uncounted_calls += 1
+                    if len(stats.failures) < 3:
+                        stats.failures.append(f"{type(error).__name__}: {error}")
+                    if call is not None:
+                        if call.own_uncounted is None:
+                            call.own_uncounted = set()
+                        call.own_uncounted.add(entry.name)
+                    continue
+                stats.counted_calls += 1
+                stats.flops += flops
+                if call is not None:
+                    call.own_flops += flops
+                    call.own_dmas += elements
+            self._deferred.clear()
 
         def _after(
             self,

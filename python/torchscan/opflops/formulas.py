@@ -27,6 +27,7 @@ __all__ = [
     "from_shape_formula",
     "rnn_flops",
     "sdpa_flops",
+    "shapes_of",
 ]
 
 #: ``(args, kwargs, out) -> FLOPs`` of one call.
@@ -50,13 +51,23 @@ def from_shape_formula(formula: Callable[..., Any], *, raw: bool = False) -> Raw
 
         return counted_raw
 
+    def on_shapes(args: Any, kwargs: Mapping[str, Any], out: Any) -> int:
+        return int(formula(*args, out_shape=out, **kwargs))
+
     def counted(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
         # What ``flop_counter.shape_wrapper`` does, without pytree: formulas run on every counted
         # operator, and pytree's flatten/unflatten dominated their cost.
         shaped_kwargs = {key: _shapes(value) for key, value in kwargs.items()}
-        return int(formula(*_shapes(args), out_shape=_shapes(out), **shaped_kwargs))
+        return on_shapes(_shapes(args), shaped_kwargs, _shapes(out))
 
+    # A caller may take the shapes now and apply the formula later (``shapes_of``).
+    counted.on_shapes = on_shapes  # type: ignore[attr-defined]
     return counted
+
+
+def shapes_of(value: Any) -> Any:
+    """``value`` as a shape formula takes it: every tensor replaced by its shape."""
+    return _shapes(value)
 
 
 def _shapes(value: Any) -> Any:

@@ -29,6 +29,7 @@ from .formulas import COMPOSITE_FALLBACKS, RawFormula, builtin_formulas, from_sh
 
 __all__ = [
     "COUNTED",
+    "DEFERRED",
     "EXCLUDED",
     "UNCOUNTED",
     "Entry",
@@ -92,6 +93,8 @@ class Stats(Protocol):
 COUNTED: Final = 0
 EXCLUDED: Final = 1
 UNCOUNTED: Final = 2
+# Counted by a built-in shape formula the recorder applies later (``Recorder._defer``).
+DEFERRED: Final = 6
 # Entry codes that are not outcomes: handled apart from the plain path.
 _DECOMPOSE: Final = 3
 _METADATA: Final = 4
@@ -101,7 +104,16 @@ _MARKER: Final = 5
 class Entry:
     """One operator overload, resolved once: what to do with each of its calls."""
 
-    __slots__ = ("code", "exclusion", "formula", "name", "op", "stats", "user_formula")
+    __slots__ = (
+        "code",
+        "exclusion",
+        "formula",
+        "name",
+        "on_shapes",
+        "op",
+        "stats",
+        "user_formula",
+    )
 
     def __init__(
         self,
@@ -120,6 +132,10 @@ class Entry:
         self.formula = formula
         self.user_formula = user_formula
         self.exclusion = exclusion
+        # A built-in shape formula can be applied after the call, to shapes taken during it.
+        self.on_shapes: Callable[..., int] | None = (
+            None if user_formula else getattr(formula, "on_shapes", None)
+        )
 
 
 class Recorder(Protocol):
@@ -215,6 +231,9 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         super().__init__()
         self._stats_for = recorder._stats_for
         self._after = recorder._after
+        # A recorder that applies built-in shape formulas after the workload (the analysis of a
+        # forward does, so that their work stays out of the forward): it is given the call.
+        self._defer: Callable[..., None] | None = getattr(recorder, "_defer", None)
         self._user_formulas = user_formulas
         self._on_user_formula_error = on_user_formula_error
         # Read when the counter starts, so formulas registered with PyTorch's
@@ -292,7 +311,11 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         stats.calls += 1
         flops = 0
         if code == COUNTED:
-            flops, code = self._count(entry, args, kwargs or _NO_KWARGS, out)
+            if entry.on_shapes is not None and self._defer is not None:
+                self._defer(entry, args, kwargs or _NO_KWARGS, out)
+                code = DEFERRED
+            else:
+                flops, code = self._count(entry, args, kwargs or _NO_KWARGS, out)
         elif code == UNCOUNTED:
             stats.uncounted_calls += 1
         self._after(entry, code, flops, args, kwargs or _NO_KWARGS, out)
