@@ -391,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, Any] = {"quick": q, "machine": machine()}
     try:
         if "resnet" in parts:
-            results["resnet"] = bench_resnet(repeats=3 if q else 21, warmup=1 if q else 3)
+            results["resnet"] = bench_resnet(repeats=3 if q else 51, warmup=1 if q else 3)
         if "deep" in parts:
             results["deep"] = bench_deep(repeats=3 if q else 15, warmup=1 if q else 3)
         if "import" in parts:
