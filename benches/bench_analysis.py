@@ -23,7 +23,6 @@ Usage
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib.util
 import json
 import os
@@ -37,7 +36,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine  # noqa: E402
+from _common import finish, interleaved, machine, time_once  # noqa: E402
 
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
@@ -56,27 +55,6 @@ PEER_MODULES = ("torchinfo", "torchsummary", "ptflops", "thop", "fvcore", "calfl
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _time_once(fn: Callable[[], Any]) -> float:
-    gc.collect()
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def _interleaved(
-    fns: dict[str, Callable[[], Any]], repeats: int, warmup: int
-) -> dict[str, list[float]]:
-    """Run every function once per round, round after round; return the timings in seconds."""
-    for _ in range(warmup):
-        for fn in fns.values():
-            fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            times[name].append(_time_once(fn))
-    return times
 
 
 def _ms(seconds: float) -> float:
@@ -113,9 +91,9 @@ def bench_resnet(repeats: int, warmup: int) -> dict[str, Any]:
             model(x)
 
     # The very first crawl pays for lazily imported analysis code and tables: report it apart.
-    cold = _time_once(lambda: torchscan.crawl_module(model, args=(x,)))
+    cold = time_once(lambda: torchscan.crawl_module(model, args=(x,)))
 
-    times = _interleaved(
+    times = interleaved(
         {
             "forward": forward,
             "crawl_full": lambda: torchscan.crawl_module(model, args=(x,)),
@@ -162,7 +140,7 @@ def bench_deep(repeats: int, warmup: int, sizes: tuple[int, int] = (200, 2000)) 
 
     fns[f"{small_n}_forward"] = fwd(small)
     fns[f"{big_n}_forward"] = fwd(big)
-    times = _interleaved(fns, repeats=repeats, warmup=warmup)
+    times = interleaved(fns, repeats=repeats, warmup=warmup)
     med = {k: statistics.median(v) for k, v in times.items()}
     return {
         "repeats": repeats,
@@ -402,13 +380,7 @@ def main(argv: list[str] | None = None) -> int:
         results["error"] = f"{type(exc).__name__}: {exc}"
     results["wall_s"] = time.perf_counter() - started
 
-    print(render(results))
-    if "error" in results:
-        print(f"\nERROR during the run: {results['error']}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
-        print(f"\nwrote {args.json}")
-    return 0
+    return finish(results, render(results), args.json)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ Usage
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -48,7 +47,7 @@ from torchscan.timing import TimingBudget, run_interleaved_timing
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine  # noqa: E402
+from _common import finish, machine  # noqa: E402
 
 TARGET_SLOWDOWN = 1.05
 CALIBRATION_TOLERANCE = 0.004
@@ -338,13 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         results["error"] = f"{type(exc).__name__}: {exc}"
     results["wall_s"] = time.perf_counter() - started
 
-    print(render(results))
-    if "error" in results:
-        print(f"\nERROR during the run: {results['error']}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
-        print(f"\nwrote {args.json}")
-    return 0
+    return finish(results, render(results), args.json)
 
 
 if __name__ == "__main__":

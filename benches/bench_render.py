@@ -33,7 +33,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ import torchscan
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _machine import machine  # noqa: E402
+from _common import finish, interleaved, machine  # noqa: E402
 
 LAYERS = 10_000
 LIMIT_VALIDATE_RENDER_S = 0.5
@@ -65,26 +64,6 @@ def _verdict(value: float, limit: float) -> str:
 
 def _run(args: list[str]) -> None:
     subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-
-
-def _time_once(fn: Callable[[], None]) -> float:
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
-
-
-def _interleaved(
-    fns: dict[str, Callable[[], None]], repeats: int, warmup: int
-) -> dict[str, list[float]]:
-    """Run every command once per round, round after round; return the timings in seconds."""
-    for _ in range(warmup):
-        for fn in fns.values():
-            fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
-            times[name].append(_time_once(fn))
-    return times
 
 
 def build_binary() -> float:
@@ -142,7 +121,7 @@ def bench(repeats: int, warmup: int, workdir: Path, binary_path: Path) -> dict[s
     def python_start() -> None:
         _run([sys.executable, "-c", "pass"])
 
-    times = _interleaved(
+    times = interleaved(
         {
             "validate": validate,
             "render": render,
@@ -266,13 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
     results["wall_s"] = time.perf_counter() - started
 
-    print(render(results))
-    if "error" in results:
-        print(f"\nERROR during the run: {results['error']}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
-        print(f"\nwrote {args.json}")
-    return 0
+    return finish(results, render(results), args.json)
 
 
 if __name__ == "__main__":

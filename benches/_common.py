@@ -1,11 +1,14 @@
-"""The machine and checkout a benchmark ran on: shared by the scripts of this folder."""
+"""What the benchmark scripts of this folder share: interleaved timing, the machine, the output."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +58,35 @@ def machine() -> dict[str, Any]:
         "git_tracked_changes": dirty,
         "load_average_at_start": load,
     }
+
+
+def time_once(fn: Callable[[], Any]) -> float:
+    """Seconds one call of ``fn`` takes."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def interleaved(
+    fns: dict[str, Callable[[], Any]], repeats: int, warmup: int
+) -> dict[str, list[float]]:
+    """Run every function once per round, round after round; return the timings in seconds."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            times[name].append(time_once(fn))
+    return times
+
+
+def finish(results: dict[str, Any], table: str, json_path: str | None) -> int:
+    """Print the table (and the error of a broken run), write the JSON if asked; exit code 0."""
+    print(table)
+    if "error" in results:
+        print(f"\nERROR during the run: {results['error']}")
+    if json_path:
+        Path(json_path).write_text(json.dumps(results, indent=2) + "\n")
+        print(f"\nwrote {json_path}")
+    return 0
