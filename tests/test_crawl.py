@@ -604,7 +604,12 @@ def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> N
     second = crawl_internals._Call("pool", 0, 1, pool, None)
     # A tensor born later at the address the convolution's output had (the spec keeps it).
     second.inputs, second.output, second.finished = freeze((y,)), freeze(pool(y)), True
-    for births in ([], [id(y)]):
+    from torchscan.opflops.mode import EXCLUDED, Entry
+
+    # What the log holds for an operator that made a new tensor at the address ``y`` had.
+    empty = Entry(EXCLUDED, "aten::empty", torch.ops.aten.empty.memory_format, None)
+    born = [empty, None, EXCLUDED, 0, [[1, 4, 10, 10]], None, [], 0, y.shape, id(y)]
+    for births in ([], [born]):
         tracker = crawl_internals._FieldTracker()
         tracker.seed([x])
         tracker.replay([first, *births, second])

@@ -673,34 +673,11 @@ def _post_order(calls: list[_Call]) -> list[_Call]:
 _FieldState = tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]
 
 
-class _Elementwise:
-    """An elementwise operator in the forward's log: its input tensors and its outputs."""
-
-    __slots__ = ("births", "inputs", "outputs")
-
-    def __init__(
-        self, inputs: list[int], outputs: list[tuple[int, int]], births: list[int]
-    ) -> None:
-        self.inputs = inputs  # ids of the input tensors
-        self.outputs = outputs  # (id, ndim) of the output tensors
-        self.births = births  # ids of outputs that are new tensors
-
-
 _MIXED = object()
 _MIXED_REASON = (
     "the input depends on the model input through a step that does not keep spatial positions "
     "aligned (attention, a linear or recurrent layer, an upsampling, a transposed convolution)"
 )
-
-
-class _Births:
-    """Tensors an operator created (``births``) from the tensors it was given (``sources``)."""
-
-    __slots__ = ("births", "sources")
-
-    def __init__(self, births: list[int], sources: list[int]) -> None:
-        self.births = births
-        self.sources = sources
 
 
 class _FieldTracker:
@@ -728,33 +705,38 @@ class _FieldTracker:
                 self._states[id(tensor)] = (ones, ones, (0.0,) * spatial)
 
     def replay(self, log: list[Any]) -> None:
+        """Carry the fields along the forward: module calls and operators, in the order run."""
         states = self._states
         for event in log:
-            kind = type(event)
-            if kind is tuple:  # (new tensor, the tensor it was computed from)
-                if event[1] in states:
-                    states[event[0]] = _MIXED
-                else:
-                    states.pop(event[0], None)
-            elif kind is _Call:
+            if type(event) is not list:
                 event.receptive_field = self.on_call(event)
-            elif kind is int:  # a new tensor computed from no tensor
-                states.pop(event, None)
-            elif kind is _Elementwise:
-                for ident in event.births:
-                    states.pop(ident, None)
-                self.combine(event)
-            else:
-                mixed = any(ident in states for ident in event.sources)
-                for ident in event.births:
-                    if mixed:
-                        states[ident] = _MIXED
-                    else:
+                continue
+            inputs = event[_OP_INPUT_IDS]
+            outputs = event[_OP_OUT_IDS]
+            if type(outputs) is int:
+                outputs = [(outputs, len(event[_OP_SHAPED_OUT]))]
+            if event[0].exclusion == "elementwise":
+                # Fields are carried from the inputs to the outputs; new tensors at an address
+                # end the state kept there first.
+                for ident, _ in outputs:
+                    if ident not in inputs:
                         states.pop(ident, None)
+                self.combine(inputs, outputs)
+                continue
+            # Any other operator's new results depend on its first argument (the tensor it works
+            # on, or the list of them) in a way no field step describes.
+            mixed = any(ident in states for ident in inputs[: event[_OP_FIRST_COUNT]])
+            for ident, _ in outputs:
+                if ident in inputs:
+                    continue  # an argument returned as it is (an in-place operator)
+                if mixed:
+                    states[ident] = _MIXED
+                else:
+                    states.pop(ident, None)
 
-    def combine(self, event: _Elementwise) -> None:
+    def combine(self, inputs: list[int], outputs: list[tuple[int, int]]) -> None:
         """Propagate through an elementwise operator: the union of its inputs' fields."""
-        found = [self._states.get(ident) for ident in event.inputs]
+        found = [self._states.get(ident) for ident in inputs]
         states = [state for state in found if state is not None]
         if not states:
             return
@@ -764,7 +746,7 @@ class _FieldTracker:
         if mixed:
             # One input depends on the model input in a way no field describes (or the inputs'
             # grids differ): neither does the result.
-            for ident, _ in event.outputs:
+            for ident, _ in outputs:
                 self._states[ident] = _MIXED
             return
         if len(states) == 1:
@@ -772,7 +754,7 @@ class _FieldTracker:
         else:
             size = tuple(max(values) for values in zip(*(s[0] for s in states), strict=True))
             padding = tuple(max(values) for values in zip(*(s[2] for s in states), strict=True))
-        for ident, ndim in event.outputs:
+        for ident, ndim in outputs:
             if ndim - 2 == len(size):
                 self._states[ident] = (size, states[0][1], padding)
 
@@ -962,7 +944,7 @@ def _analyse(
             _estimate_call(call, diagnostics)
         assert recorder.log is not None
         tracker.replay(recorder.log)
-    return _build_report(
+    report = _build_report(
         model,
         named_modules,
         mode,
@@ -977,6 +959,15 @@ def _analyse(
         counter.report(ordered) if counter is not None else _structure_operator_flops(),
         counter.diagnostics() if counter is not None else [],
     )
+    # The call tree links parents and children both ways: unlinked, it is freed at once by
+    # reference counting instead of waiting for the cyclic garbage collector.
+    for call in recorder.calls:
+        call.parent = None
+        call.children = _NO_CHILDREN
+    return report
+
+
+_NO_CHILDREN: list[_Call] = []
 
 
 def _build_report(
@@ -1148,24 +1139,6 @@ _OPERATOR_SCOPE = "operators of one evaluation forward"
 _SKIPPED_ARGUMENTS = (int, float, bool, str, type(None))
 
 
-def _tensor_elements(values: Any) -> int:
-    """Elements of every tensor among an operator's arguments (tuples, lists, dicts)."""
-    import torch
-
-    total = 0
-    for value in values:
-        kind = type(value)
-        if kind in _SKIPPED_ARGUMENTS:
-            continue
-        if isinstance(value, torch.Tensor):
-            total += value.numel()
-        elif kind is list or kind is tuple:
-            total += _tensor_elements(value)
-        elif kind is dict:
-            total += _tensor_elements(value.values())
-    return int(total)
-
-
 def _tensor_ids(values: Any) -> list[int]:
     """Identities of every tensor among an operator's arguments (tuples, lists, dicts)."""
     import torch
@@ -1184,6 +1157,41 @@ def _tensor_ids(values: Any) -> list[int]:
     return found
 
 
+def _shape_elements(shaped: Any) -> int:
+    """Elements of every tensor shape (``torch.Size``) in a value as shape formulas take it."""
+    import torch
+
+    size_type = torch.Size
+    total = 0
+    pending = [shaped]
+    while pending:
+        value = pending.pop()
+        kind = type(value)
+        if kind is size_type:
+            count = 1
+            for extent in value:
+                count *= extent
+            total += count
+        elif kind is list or kind is tuple:
+            pending.extend(value)
+        elif kind is dict:
+            pending.extend(value.values())
+    return int(total)
+
+
+# An executed operator in the forward's log is a list, by position (``_OP_*`` name some):
+# entry, the innermost module call active, the outcome (COUNTED with its FLOPs, DEFERRED for a
+# built-in shape formula applied after the forward, EXCLUDED or UNCOUNTED), the FLOPs, the
+# arguments, keyword arguments and result as shape formulas take them (tensors replaced by their
+# shapes), the identities of the tensor arguments (positional, then keyword), how many of those
+# belong to the first argument, and the result tensors: one identity for a tensor result, else
+# a list of (identity, number of dimensions).
+_OP_INPUT_IDS = 6
+_OP_FIRST_COUNT = 7
+_OP_SHAPED_OUT = 8
+_OP_OUT_IDS = 9
+
+
 def _crawl_counter(recorder: _Recorder) -> Any:
     """An operator counter for the analysed forward (the class is built on first use)."""
     return _crawl_counter_class()(recorder)
@@ -1195,78 +1203,102 @@ def _crawl_counter_class() -> type:
 
     from .flops import OperatorFlopCounter, _ModuleStats
     from .opflops.formulas import shapes_of
-    from .opflops.mode import COUNTED, UNCOUNTED, Entry
+    from .opflops.mode import COUNTED, DEFERRED, UNCOUNTED, Entry, OperatorFlopMode
 
     tensor_type = torch.Tensor
+    higher_order = torch._ops.HigherOrderOperator
+    general = OperatorFlopMode.__torch_dispatch__
+
+    class CrawlMode(OperatorFlopMode):
+        """The counter's dispatch mode, with the usual calls recorded by shapes and identities.
+
+        A lean call (see ``Entry.lean``) without tensors among its keyword arguments is logged
+        as shapes and identities only: its formula, DMAs and receptive-field step are worked
+        out after the forward. Every other call takes the general path, which counts it as
+        ``measure_flops`` does and logs it the same way.
+        """
+
+        def __init__(self, counter: Any, *rest: Any) -> None:
+            super().__init__(counter, *rest)
+            self._recorder: _Recorder = counter._recorder
+            self._log: list[Any] = counter._log
+
+        def __torch_dispatch__(
+            self,
+            func: Any,
+            types: Any,
+            args: tuple[Any, ...] = (),
+            kwargs: dict[str, Any] | None = None,
+        ) -> Any:
+            entry = self._entries.get(id(func))
+            if entry is None:
+                if isinstance(func, higher_order):
+                    return general(self, func, types, args, kwargs)
+                entry = self._entry(func)
+            if not entry.lean:
+                return general(self, func, types, args, kwargs)
+            if kwargs:
+                for value in kwargs.values():
+                    if isinstance(value, tensor_type) or type(value) in (list, tuple, dict):
+                        return general(self, func, types, args, kwargs)
+                out = entry.op(*args, **kwargs)
+            else:
+                out = entry.op(*args)
+            stats = entry.stats
+            stats.calls += 1
+            code = entry.code
+            if code == COUNTED:
+                code = DEFERRED
+            elif code == UNCOUNTED:
+                stats.uncounted_calls += 1
+            # Shapes are taken after the call, as formulas see them.
+            shaped: list[Any] = []
+            ids: list[int] = []
+            for value in args:
+                if isinstance(value, tensor_type):
+                    shaped.append(value.shape)
+                    ids.append(id(value))
+                else:
+                    shaped.append(value)
+            first = 1 if args and isinstance(args[0], tensor_type) else 0
+            if isinstance(out, tensor_type):
+                shaped_out: Any = out.shape
+                out_ids: Any = id(out)
+            else:
+                shaped_out = shapes_of(out)
+                out_ids = [(id(tensor), tensor.dim()) for tensor in _tensors_of(out)]
+            self._log.append(
+                [
+                    entry,
+                    self._recorder.top,
+                    code,
+                    0,
+                    shaped,
+                    kwargs,
+                    ids,
+                    first,
+                    shaped_out,
+                    out_ids,
+                ]
+            )
+            return out
 
     class CrawlCounter(OperatorFlopCounter):
         """The operator FLOPs counter of the analysed forward.
 
-        It gives each module call the operators it runs itself (``by_module`` is summed over the
-        call tree afterwards) and logs the tensor births and elementwise operators the
-        receptive fields are replayed from.
+        Every executed operator is logged with the module call that ran it (see ``_OP_*``);
+        ``finish`` then gives each call the FLOPs and DMAs of the operators it ran itself
+        (``by_module`` is summed over the call tree) and the receptive fields are replayed
+        from the same log.
         """
 
         def __init__(self, recorder: _Recorder) -> None:
             super().__init__()
             self._recorder = recorder
             self._log = recorder.log if recorder.log is not None else []
-            self._sequence = 0
-            # Counted calls whose shape formula is applied once the forward is over:
-            # (entry, shapes of args, of kwargs, of the result, elements read and written, call).
-            self._deferred: list[tuple[Any, ...]] = []
 
-        def _defer(
-            self, entry: Entry, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any
-        ) -> None:
-            # One pass over the arguments: the shapes the formula takes, and the elements of
-            # every tensor (the call's DMAs). Sizes and flags are kept as they are.
-            shaped: list[Any] = []
-            elements = 0
-            for value in args:
-                if isinstance(value, tensor_type):
-                    shaped.append(value.shape)
-                    elements += value.numel()
-                elif type(value) is list or type(value) is tuple:
-                    shaped.append(shapes_of(value))
-                    elements += _tensor_elements(value)
-                else:
-                    shaped.append(value)
-            shaped_kwargs: dict[str, Any] = {}
-            if kwargs:
-                shaped_kwargs = {key: shapes_of(value) for key, value in kwargs.items()}
-                elements += _tensor_elements(kwargs.values())
-            if isinstance(out, tensor_type):
-                shaped_out: Any = out.shape
-                elements += out.numel()
-            else:
-                shaped_out = shapes_of(out)
-                elements += _tensor_elements((out,))
-            self._deferred.append(
-                (entry, shaped, shaped_kwargs, shaped_out, elements, self._recorder.top)
-            )
-
-        def finish(self) -> None:
-            """Apply the deferred formulas: tallies, and each call's own FLOPs and DMAs."""
-            for entry, args, kwargs, out, elements, call in self._deferred:
-                stats = entry.stats
-                try:
-                    flops = entry.on_shapes(args, kwargs, out)
-                except Exception as error:  # counted as the mode counts a failing formula
-                    stats.uncounted_calls += 1
-                    if len(stats.failures) < 3:
-                        stats.failures.append(f"{type(error).__name__}: {error}")
-                    if call is not None:
-                        if call.own_uncounted is None:
-                            call.own_uncounted = set()
-                        call.own_uncounted.add(entry.name)
-                    continue
-                stats.counted_calls += 1
-                stats.flops += flops
-                if call is not None:
-                    call.own_flops += flops
-                    call.own_dmas += elements
-            self._deferred.clear()
+        def _mode_class(self) -> type[OperatorFlopMode]:
+            return CrawlMode
 
         def _after(
             self,
@@ -1277,68 +1309,62 @@ def _crawl_counter_class() -> type:
             kwargs: Mapping[str, Any],
             out: Any,
         ) -> None:
-            call = self._recorder.top
-            if call is not None:
-                if call.first_op < 0:
-                    call.first_op = self._sequence
+            # The general path (the lean one is ``CrawlMode.__torch_dispatch__``).
+            ids = _tensor_ids(args)
+            first = len(_tensor_ids(args[:1]))
+            if kwargs:
+                ids += _tensor_ids(kwargs.values())
+            outputs = [out] if isinstance(out, tensor_type) else _tensors_of(out)
+            self._log.append(
+                [
+                    entry,
+                    self._recorder.top,
+                    outcome,
+                    flops,
+                    [shapes_of(value) for value in args],
+                    {key: shapes_of(value) for key, value in kwargs.items()} if kwargs else None,
+                    ids,
+                    first,
+                    shapes_of(out),
+                    [(id(tensor), tensor.dim()) for tensor in outputs],
+                ]
+            )
+
+        def finish(self) -> None:
+            """Apply the deferred formulas; give each call its own FLOPs, DMAs and uncounted."""
+            sequence = 0
+            for record in self._log:
+                if type(record) is not list:
+                    continue
+                entry, call, outcome, flops, args, kwargs, _, _, out, _ = record
+                if call is not None and call.first_op < 0:
+                    call.first_op = sequence
+                sequence += 1
+                if outcome == DEFERRED:
+                    stats = entry.stats
+                    try:
+                        flops = entry.on_shapes(args, kwargs or {}, out)
+                    except Exception as error:  # counted as the mode counts a failing formula
+                        stats.uncounted_calls += 1
+                        if len(stats.failures) < 3:
+                            stats.failures.append(f"{type(error).__name__}: {error}")
+                        outcome = UNCOUNTED
+                    else:
+                        flops = int(flops)
+                        stats.counted_calls += 1
+                        stats.flops += flops
+                        outcome = COUNTED
+                if call is None:
+                    continue
                 if outcome == COUNTED:
                     call.own_flops += flops
-                    elements = _tensor_elements(args)
-                    if kwargs:
-                        elements += _tensor_elements(kwargs.values())
-                    if isinstance(out, tensor_type):
-                        elements += out.numel()
-                    else:
-                        elements += _tensor_elements((out,))
-                    call.own_dmas += elements
+                    call.own_dmas += (
+                        _shape_elements(args) + _shape_elements(kwargs) + _shape_elements(out)
+                    )
                 elif outcome == UNCOUNTED:
                     if call.own_uncounted is None:
                         call.own_uncounted = set()
                     call.own_uncounted.add(entry.name)
-            self._sequence += 1
-            # New tensors (not an argument returned in place) end any field state kept at their
-            # address; elementwise operators carry fields from their inputs to their outputs.
-            first = args[0] if args else None
-            if entry.exclusion == "elementwise":
-                inputs = _tensor_ids(args)
-                if kwargs:
-                    inputs += _tensor_ids(kwargs.values())
-                outputs = [out] if type(out) is tensor_type else _tensors_of(out)
-                self._log.append(
-                    _Elementwise(
-                        inputs,
-                        [(id(tensor), tensor.dim()) for tensor in outputs],
-                        [id(tensor) for tensor in outputs if id(tensor) not in inputs],
-                    )
-                )
-            elif type(out) is tensor_type or isinstance(out, tensor_type):
-                # Other operators' new results depend on their first argument (the tensor an
-                # operator works on, or the list of them) in a way no field step describes.
-                if out is not first and out is not kwargs.get("out"):
-                    if isinstance(first, tensor_type):
-                        self._log.append((id(out), id(first)))
-                    elif type(first) is list or type(first) is tuple:
-                        self._log.append(_Births([id(out)], _tensor_ids(first)))
-                    else:
-                        self._log.append(id(out))
-            elif out is not None:
-                tensors = (
-                    [item for item in out if isinstance(item, tensor_type)]
-                    if type(out) is tuple
-                    else _tensors_of(out)
-                )
-                births = [
-                    id(tensor)
-                    for tensor in tensors
-                    if tensor is not first and tensor is not kwargs.get("out")
-                ]
-                if isinstance(first, tensor_type):
-                    sources = [id(first)]
-                elif type(first) is list or type(first) is tuple:
-                    sources = _tensor_ids(first)
-                else:
-                    sources = []
-                self._log.append(_Births(births, sources))
 
         def report(self, ordered: list[_Call]) -> OperatorFlops:
             """The ``operator_flops`` section, ``by_module`` summed over the call tree."""
@@ -1349,6 +1375,7 @@ def _crawl_counter_class() -> type:
 
 
 def _tensors_of(value: Any) -> list[Any]:
+    """The tensors in ``value`` (tuples, lists, dicts), in order."""
     import torch
 
     found: list[Any] = []
@@ -1358,9 +1385,9 @@ def _tensors_of(value: Any) -> list[Any]:
         if isinstance(item, torch.Tensor):
             found.append(item)
         elif isinstance(item, (tuple, list)):
-            pending.extend(item)
+            pending.extend(reversed(item))
         elif isinstance(item, dict):
-            pending.extend(item.values())
+            pending.extend(reversed(item.values()))
     return found
 
 

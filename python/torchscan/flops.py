@@ -282,12 +282,10 @@ class OperatorFlopCounter:
 
     def __enter__(self) -> OperatorFlopCounter:
         """Register the module hooks and push the dispatch mode."""
-        from .opflops.mode import OperatorFlopMode
-
         if self._mode is not None:
             raise InvalidArgumentError("this OperatorFlopCounter is already active")
         self._reset()
-        mode = OperatorFlopMode(self, self._formulas, _user_formula_error)
+        mode = self._mode_class()(self, self._formulas, _user_formula_error)
         try:
             self._register_hooks()
             mode.__enter__()
@@ -310,6 +308,12 @@ class OperatorFlopCounter:
                 mode.__exit__(exc_type, exc, traceback)
         finally:
             self._remove_hooks()
+
+    def _mode_class(self) -> type[OperatorFlopMode]:
+        """The dispatch mode this counter pushes (the analysis of a forward has its own)."""
+        from .opflops.mode import OperatorFlopMode
+
+        return OperatorFlopMode
 
     # -- called by the dispatch mode -------------------------------------------------------
 

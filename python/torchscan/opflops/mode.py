@@ -93,7 +93,8 @@ class Stats(Protocol):
 COUNTED: Final = 0
 EXCLUDED: Final = 1
 UNCOUNTED: Final = 2
-# Counted by a built-in shape formula the recorder applies later (``Recorder._defer``).
+# Counted by a built-in shape formula applied once the workload is over, to shapes taken during
+# it (the analysis of ``crawl_module`` records calls so, see ``Entry.lean``).
 DEFERRED: Final = 6
 # Entry codes that are not outcomes: handled apart from the plain path.
 _DECOMPOSE: Final = 3
@@ -108,6 +109,7 @@ class Entry:
         "code",
         "exclusion",
         "formula",
+        "lean",
         "name",
         "on_shapes",
         "op",
@@ -124,6 +126,7 @@ class Entry:
         formula: RawFormula | None = None,
         user_formula: bool = False,
         exclusion: ExclusionClass | None = None,
+        tensor_lists: bool = False,
     ) -> None:
         self.code = code
         self.name = name
@@ -136,6 +139,12 @@ class Entry:
         self.on_shapes: Callable[..., int] | None = (
             None if user_formula else getattr(formula, "on_shapes", None)
         )
+        # A call that needs nothing but shapes and identities: excluded, uncounted, or counted
+        # by a built-in shape formula, and no argument is a list of tensors. A recorder may take
+        # such calls apart from the general path (``crawl_module``'s analysis does).
+        self.lean = (
+            code in (EXCLUDED, UNCOUNTED) or (code == COUNTED and self.on_shapes is not None)
+        ) and not tensor_lists
 
 
 class Recorder(Protocol):
@@ -159,6 +168,24 @@ class Recorder(Protocol):
 
 
 _COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
+
+
+# Whether an overload takes a list of tensors, by identity (overloads live as long as the process).
+_TENSOR_LISTS: dict[int, bool] = {}
+
+
+def _takes_tensor_lists(func: Any) -> bool:
+    """Whether an argument of ``func`` is a list of tensors (``Tensor[]``, ``Tensor?[]``)."""
+    known = _TENSOR_LISTS.get(id(func))
+    if known is None:
+        schema = getattr(func, "_schema", None)
+        # Without a schema nothing is known: the general case is assumed.
+        known = schema is None or any(
+            "Tensor" in text and ("List" in text or "[]" in text)
+            for text in (str(argument.type) for argument in schema.arguments)
+        )
+        _TENSOR_LISTS[id(func)] = known
+    return known
 
 
 def _is_composite(func: Any) -> bool:
@@ -231,9 +258,6 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         super().__init__()
         self._stats_for = recorder._stats_for
         self._after = recorder._after
-        # A recorder that applies built-in shape formulas after the workload (the analysis of a
-        # forward does, so that their work stays out of the forward): it is given the call.
-        self._defer: Callable[..., None] | None = getattr(recorder, "_defer", None)
         self._user_formulas = user_formulas
         self._on_user_formula_error = on_user_formula_error
         # Read when the counter starts, so formulas registered with PyTorch's
@@ -276,7 +300,16 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         stats = self._stats_for(name)
         if rule.kind == "excluded" and stats.exclusion is None:
             stats.exclusion = rule.exclusion
-        return Entry(code, name, op, stats, rule.formula, rule.user_formula, rule.exclusion)
+        return Entry(
+            code,
+            name,
+            op,
+            stats,
+            rule.formula,
+            rule.user_formula,
+            rule.exclusion,
+            _takes_tensor_lists(func),
+        )
 
     def __torch_dispatch__(
         self,
@@ -311,11 +344,7 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         stats.calls += 1
         flops = 0
         if code == COUNTED:
-            if entry.on_shapes is not None and self._defer is not None:
-                self._defer(entry, args, kwargs or _NO_KWARGS, out)
-                code = DEFERRED
-            else:
-                flops, code = self._count(entry, args, kwargs or _NO_KWARGS, out)
+            flops, code = self._count(entry, args, kwargs or _NO_KWARGS, out)
         elif code == UNCOUNTED:
             stats.uncounted_calls += 1
         self._after(entry, code, flops, args, kwargs or _NO_KWARGS, out)
