@@ -518,6 +518,73 @@ def test_operator_view_is_what_the_forward_runs(make: object) -> None:
     assert _operator_view(dict(report)) == _operator_view(dict(expected))
 
 
+class _MixedCalls(nn.Module):
+    """Operator calls of every kind: lean ones, keyword tensors, tensor lists, tuple results."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(6, 6)
+        self.norm = nn.BatchNorm1d(6)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.norm(self.linear(x))  # addmm (counted), native_batch_norm (a tuple result)
+        z = torch.empty_like(y)
+        torch.mul(y, 2.0, out=z)  # a tensor passed by keyword
+        w = torch.cat([y, z], dim=1)  # a list of tensors
+        parts = torch.split(w, 4, dim=1)  # a list result
+        values, _ = torch.max(w, dim=1)  # a named-tuple result
+        return torch.mm(parts[0], parts[0].t()).sum() + values.sum() + torch.relu(w).mean()
+
+
+def test_operator_view_is_the_same_whichever_path_logged_a_call() -> None:
+    # The compiled path logs lean calls, the general path everything else; repeated calls of one
+    # operator go once through each (the first call resolves it). Counts, FLOPs and per-module
+    # totals must be those of measure_flops, on the first analysis in a process and after.
+    model = _MixedCalls().eval()
+    args = (torch.randn(3, 6),)
+    with torch.no_grad():
+        expected = torchscan.measure_flops(lambda: model(*args), modules=model)
+    for _ in range(2):
+        report = crawl_module(model, args=args)
+        assert _operator_view(dict(report)) == _operator_view(dict(expected))
+        assert report["operator_flops"]["by_module"] == expected["operator_flops"]["by_module"]
+    calls = {op["operator"]: op["calls"] for op in report["operator_flops"]["counted"]}
+    assert calls["aten::addmm"] == 1 and calls["aten::mm"] == 1
+
+
+def test_counters_with_formulas_of_their_own_do_not_change_the_shared_resolution() -> None:
+    model = nn.Linear(4, 4, bias=False).eval()
+    x = torch.randn(2, 4)
+    plain = crawl_module(model, args=(x,))
+    with torch.no_grad():
+        custom = torchscan.measure_flops(lambda: model(x), formulas={"aten::mm": lambda *a, **k: 7})
+    assert custom["operator_flops"]["total"]["value"] == 7
+    again = crawl_module(model, args=(x,))
+    assert again["operator_flops"] == plain["operator_flops"]
+    assert again["operator_flops"]["total"]["value"] == 2 * 2 * 4 * 4
+
+
+def test_the_analysis_mode_leaves_nothing_behind() -> None:
+    import gc
+    import weakref
+
+    from torchscan import crawl as crawl_internals
+
+    counter = crawl_internals._crawl_counter(crawl_internals._Recorder([], []))
+    with counter:
+        mode = counter._mode
+        assert "__torch_dispatch__" in vars(mode)  # the compiled path, set on the instance
+        torch.relu(torch.randn(3))
+    assert "__torch_dispatch__" not in vars(mode)
+    ref = weakref.ref(mode)
+    gc.disable()
+    try:
+        del mode, counter
+        assert ref() is None  # freed by reference counting: no cycle through the recorder
+    finally:
+        gc.enable()
+
+
 @pytest.mark.parametrize("make", [_resnet, _lstm], ids=["resnet18", "lstm"])
 def test_operator_flops_by_module_match_a_counter_tracking_the_modules(make: object) -> None:
     assert callable(make)
@@ -607,7 +674,7 @@ def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> N
     from torchscan.opflops.mode import EXCLUDED, Entry
 
     # What the log holds for an operator that made a new tensor at the address ``y`` had.
-    empty = Entry(EXCLUDED, "aten::empty", torch.ops.aten.empty.memory_format, None)
+    empty = Entry(EXCLUDED, "aten::empty", torch.ops.aten.empty.memory_format)
     born = [empty, None, EXCLUDED, 0, [[1, 4, 10, 10]], None, [], 0, y.shape, id(y)]
     for births in ([], [born]):
         tracker = crawl_internals._FieldTracker()

@@ -1,10 +1,13 @@
 """Type stubs of the compiled ``torchscan._core`` extension (checked by ``mypy.stubtest``)."""
 
+from typing import Any, final
+
 __all__ = [
     "READABLE_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
     "CoreCompareError",
     "CoreValidationError",
+    "DispatchRecorder",
     "__version__",
     "block_timing",
     "cli_main",
@@ -61,3 +64,28 @@ def compare_benchmarks_json(
     min_effect: float = 0.02,
     paired: bool = False,
 ) -> str: ...
+
+@final
+class DispatchRecorder:
+    """Logs the lean operator calls of an analysed forward (``torchscan.crawl``'s mode)."""
+
+    def __new__(
+        cls,
+        entries: dict[int, Any],
+        general: Any,
+        recorder: Any,
+        log: list[Any],
+        tensor: Any,
+        counted: int,
+        deferred: int,
+        uncounted: int,
+    ) -> DispatchRecorder: ...
+    def __call__(
+        self,
+        _mode: Any,
+        func: Any,
+        types: Any,
+        args: Any = None,
+        kwargs: Any = None,
+    ) -> Any: ...
+    def tallies(self) -> list[tuple[Any, int, int]]: ...

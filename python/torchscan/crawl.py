@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import sys
+import types
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
+from math import prod
 from typing import IO, Any
 
-from . import _metrics
+from . import _core, _metrics
 from ._values import TensorSpec, describe, dtype_name, freeze, iter_tensors
 from .context import capture_context, current_flags
 from .errors import IncompleteAnalysisError, InvalidArgumentError
@@ -36,6 +38,9 @@ _MODULE_METHOD = (
 )
 _UNITS = {"flops": "FLOPs", "macs": "MACs", "dmas": "DMAs"}
 _WRAP_MODES = ("top", "mid", "bottom")
+
+
+_NO_ESTIMATES: dict[str, MetricResult] = {}
 
 
 class _Call:
@@ -82,9 +87,9 @@ class _Call:
         self.inputs: tuple[Any, ...] = ()
         self.output: Any = None
         self.finished = False
-        self.input_metas: list[Any] = []
+        self.input_metas: list[Any] | None = None  # set once the forward is over
         self.output_meta: Any = None
-        self.estimates: dict[str, MetricResult] = {}
+        self.estimates: dict[str, MetricResult] = _NO_ESTIMATES  # set after the forward
         self.receptive_field: ReceptiveField | None = None
         # Operators this call ran itself (not inside a child module), from the operator pass.
         self.own_flops = 0
@@ -382,10 +387,47 @@ _HOOKED_TYPE_NAMES = frozenset(
 _NO_FORWARD = object()
 
 
+_HOOKED_BY_TYPE: dict[type, bool] = {}
+
+
 def _needs_hooks(modules: Iterable[Any]) -> bool:
-    return any(
-        klass.__name__ in _HOOKED_TYPE_NAMES for module in modules for klass in type(module).__mro__
-    )
+    for module in modules:
+        kind = type(module)
+        hooked = _HOOKED_BY_TYPE.get(kind)
+        if hooked is None:
+            hooked = _HOOKED_BY_TYPE[kind] = any(
+                klass.__name__ in _HOOKED_TYPE_NAMES for klass in kind.__mro__
+            )
+        if hooked:
+            return True
+    return False
+
+
+class _Forward:
+    """A module's ``forward`` while it is recorded: opens a call, runs the real one, closes it.
+
+    ``__wrapped__`` is the real forward, so ``inspect.signature`` sees its parameters.
+    """
+
+    __slots__ = ("__wrapped__", "depth", "module", "path", "recorder")
+
+    def __init__(self, inner: Any, recorder: _Recorder, module: Any, path: str, depth: int):
+        self.__wrapped__ = inner
+        self.recorder = recorder
+        self.module = module
+        self.path = path
+        self.depth = depth
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        recorder, module = self.recorder, self.module
+        recorder._open(module, self.path, self.depth)
+        try:
+            output = self.__wrapped__(*args, **kwargs)
+        except BaseException:
+            recorder._post(module, args, None)
+            raise
+        recorder._post(module, args, output)
+        return output
 
 
 class _Recorder:
@@ -450,21 +492,9 @@ class _Recorder:
         self.wrapped.clear()
 
     def _wrap(self, module: Any) -> None:
-        inner = module.forward  # the bound method, or a forward already set on the instance
         path, depth = self.paths[id(module)]
-        recorder = self
-
-        def forward(*args: Any, **kwargs: Any) -> Any:
-            recorder._open(module, path, depth)
-            try:
-                output = inner(*args, **kwargs)
-            except BaseException:
-                recorder._post(module, args, None)
-                raise
-            recorder._post(module, args, output)
-            return output
-
-        forward.__wrapped__ = inner  # type: ignore[attr-defined]  # signature() sees the real one
+        # ``module.forward`` is the bound method, or a forward already set on the instance.
+        forward = _Forward(module.forward, self, module, path, depth)
         self.wrapped.append((module, module.__dict__.get("forward", _NO_FORWARD)))
         module.__dict__["forward"] = forward
 
@@ -515,10 +545,10 @@ def _estimate_call(call: _Call, diagnostics: dict[tuple[str, str], Diagnostic]) 
 
     Runs when the call finishes, after all its children.
     """
-    formulas = _formulas()
     module = call.module
     type_name = type(module).__name__
-    estimate = formulas.module_estimate(module, call.inputs, call.output) if call.finished else None
+    rule = _formulas()._rule(module) if call.finished else None
+    estimate = rule.estimate(module, call.inputs, call.output) if rule is not None else None
     if estimate is not None:
         method = _FORMULA_METHODS.get(type_name)
         if method is None:
@@ -584,6 +614,7 @@ def _estimate_call(call: _Call, diagnostics: dict[tuple[str, str], Diagnostic]) 
         if call.children
         else "operators it runs itself"
     )
+    call.estimates = {}
     for kind in ("flops", "macs", "dmas"):
         children: float = 0
         incomplete = False
@@ -633,7 +664,7 @@ def _layer(call: _Call, counted_modules: set[int], mode: str) -> Layer:
         "call_index": call.call_index,
         "depth": call.depth,
         "type_name": type(call.module).__name__,
-        "inputs": call.input_metas,
+        "inputs": call.input_metas if call.input_metas is not None else [],
         "output": call.output_meta,
         "parameters": own_params,
         "trainable_parameters": own_trainable,
@@ -714,7 +745,8 @@ class _FieldTracker:
             inputs = event[_OP_INPUT_IDS]
             outputs = event[_OP_OUT_IDS]
             if type(outputs) is int:
-                outputs = [(outputs, len(event[_OP_SHAPED_OUT]))]
+                shaped = event[_OP_SHAPED_OUT]
+                outputs = [(outputs, shaped if type(shaped) is int else len(shaped))]
             if event[0].exclusion == "elementwise":
                 # Fields are carried from the inputs to the outputs; new tensors at an address
                 # end the state kept there first.
@@ -725,7 +757,11 @@ class _FieldTracker:
                 continue
             # Any other operator's new results depend on its first argument (the tensor it works
             # on, or the list of them) in a way no field step describes.
-            mixed = any(ident in states for ident in inputs[: event[_OP_FIRST_COUNT]])
+            mixed = False
+            for ident in inputs[: event[_OP_FIRST_COUNT]]:
+                if ident in states:
+                    mixed = True
+                    break
             for ident, _ in outputs:
                 if ident in inputs:
                     continue  # an argument returned as it is (an in-place operator)
@@ -736,6 +772,14 @@ class _FieldTracker:
 
     def combine(self, inputs: list[int], outputs: list[tuple[int, int]]) -> None:
         """Propagate through an elementwise operator: the union of its inputs' fields."""
+        if len(inputs) == 1:  # the usual activation, in place or not
+            state = self._states.get(inputs[0])
+            if state is None:
+                return
+            for ident, ndim in outputs:
+                if state is _MIXED or ndim - 2 == len(state[0]):
+                    self._states[ident] = state
+            return
         found = [self._states.get(ident) for ident in inputs]
         states = [state for state in found if state is not None]
         if not states:
@@ -806,7 +850,7 @@ class _FieldTracker:
                 f"{type(module).__name__} works on {len(step.kernel)} spatial dimensions, "
                 f"its input has {len(size)}"
             )
-        if _is_passthrough(step):
+        if formulas.is_passthrough(step):
             new_state: _FieldState = state  # activations, normalisation: positions unchanged
         else:
             new_state = (
@@ -823,20 +867,6 @@ class _FieldTracker:
             if len(tensor.shape) - 2 == len(size):
                 self._states[tensor.ident] = new_state
         return _field(new_state)
-
-
-def _is_passthrough(step: Any) -> bool:
-    """Kernel 1, stride 1, padding 0 and dilation 1 in every dimension."""
-    for values, neutral in (
-        (step.kernel, 1),
-        (step.stride, 1),
-        (step.padding, 0),
-        (step.dilation, 1),
-    ):
-        for value in values:
-            if value != neutral:
-                return False
-    return True
 
 
 @functools.cache
@@ -1157,25 +1187,24 @@ def _tensor_ids(values: Any) -> list[int]:
     return found
 
 
-def _shape_elements(shaped: Any) -> int:
-    """Elements of every tensor shape (``torch.Size``) in a value as shape formulas take it."""
+def _shape_elements(values: Iterable[Any]) -> int:
+    """Elements of every tensor shape (``torch.Size``) among values as shape formulas take them.
+
+    Tensors were replaced by their shapes; sizes, strides and other arguments are plain lists
+    and tuples of numbers, which are not shapes.
+    """
     import torch
 
     size_type = torch.Size
     total = 0
-    pending = [shaped]
-    while pending:
-        value = pending.pop()
+    for value in values:
         kind = type(value)
         if kind is size_type:
-            count = 1
-            for extent in value:
-                count *= extent
-            total += count
+            total += prod(value)
         elif kind is list or kind is tuple:
-            pending.extend(value)
+            total += _shape_elements(value)
         elif kind is dict:
-            pending.extend(value.values())
+            total += _shape_elements(value.values())
     return int(total)
 
 
@@ -1183,9 +1212,10 @@ def _shape_elements(shaped: Any) -> int:
 # entry, the innermost module call active, the outcome (COUNTED with its FLOPs, DEFERRED for a
 # built-in shape formula applied after the forward, EXCLUDED or UNCOUNTED), the FLOPs, the
 # arguments, keyword arguments and result as shape formulas take them (tensors replaced by their
-# shapes), the identities of the tensor arguments (positional, then keyword), how many of those
-# belong to the first argument, and the result tensors: one identity for a tensor result, else
-# a list of (identity, number of dimensions).
+# shapes; for a call that is not counted, None and the result's number of dimensions), the
+# identities of the tensor arguments (positional, then keyword), how many of those belong to the
+# first argument, and the result tensors: one identity for a tensor result, else a list of
+# (identity, number of dimensions).
 _OP_INPUT_IDS = 6
 _OP_FIRST_COUNT = 7
 _OP_SHAPED_OUT = 8
@@ -1206,82 +1236,47 @@ def _crawl_counter_class() -> type:
     from .opflops.mode import COUNTED, DEFERRED, UNCOUNTED, Entry, OperatorFlopMode
 
     tensor_type = torch.Tensor
-    higher_order = torch._ops.HigherOrderOperator
-    general = OperatorFlopMode.__torch_dispatch__
 
     class CrawlMode(OperatorFlopMode):
-        """The counter's dispatch mode, with the usual calls recorded by shapes and identities.
+        """The counter's dispatch mode: the usual calls are logged by compiled code.
 
-        A lean call (see ``Entry.lean``) without tensors among its keyword arguments is logged
-        as shapes and identities only: its formula, DMAs and receptive-field step are worked
-        out after the forward. Every other call takes the general path, which counts it as
-        ``measure_flops`` does and logs it the same way.
+        A lean call (see ``Entry.lean``) without tensors among its keyword arguments is run and
+        logged as shapes and identities by ``_core.DispatchRecorder``, installed as this
+        instance's ``__torch_dispatch__``: its formula, DMAs and receptive-field step are worked
+        out after the forward, and no Python frame runs for it. Every other call takes the
+        general path (the class's own ``__torch_dispatch__``, which TorchDynamo is kept out of),
+        which counts it as ``measure_flops`` does and logs it through ``CrawlCounter._after``.
         """
 
         def __init__(self, counter: Any, *rest: Any) -> None:
             super().__init__(counter, *rest)
-            self._recorder: _Recorder = counter._recorder
-            self._log: list[Any] = counter._log
-
-        def __torch_dispatch__(
-            self,
-            func: Any,
-            types: Any,
-            args: tuple[Any, ...] = (),
-            kwargs: dict[str, Any] | None = None,
-        ) -> Any:
-            entry = self._entries.get(id(func))
-            if entry is None:
-                if isinstance(func, higher_order):
-                    return general(self, func, types, args, kwargs)
-                entry = self._entry(func)
-            if not entry.lean:
-                return general(self, func, types, args, kwargs)
-            if kwargs:
-                for value in kwargs.values():
-                    if isinstance(value, tensor_type) or type(value) in (list, tuple, dict):
-                        return general(self, func, types, args, kwargs)
-                out = entry.op(*args, **kwargs)
-            else:
-                out = entry.op(*args)
-            stats = entry.stats
-            stats.calls += 1
-            code = entry.code
-            if code == COUNTED:
-                code = DEFERRED
-            elif code == UNCOUNTED:
-                stats.uncounted_calls += 1
-            # Shapes are taken after the call, as formulas see them.
-            shaped: list[Any] = []
-            ids: list[int] = []
-            for value in args:
-                if isinstance(value, tensor_type):
-                    shaped.append(value.shape)
-                    ids.append(id(value))
-                else:
-                    shaped.append(value)
-            first = 1 if args and isinstance(args[0], tensor_type) else 0
-            if isinstance(out, tensor_type):
-                shaped_out: Any = out.shape
-                out_ids: Any = id(out)
-            else:
-                shaped_out = shapes_of(out)
-                out_ids = [(id(tensor), tensor.dim()) for tensor in _tensors_of(out)]
-            self._log.append(
-                [
-                    entry,
-                    self._recorder.top,
-                    code,
-                    0,
-                    shaped,
-                    kwargs,
-                    ids,
-                    first,
-                    shaped_out,
-                    out_ids,
-                ]
+            self.__torch_dispatch__ = types.MethodType(  # type: ignore[method-assign]
+                _core.DispatchRecorder(
+                    self._entries,
+                    types.MethodType(OperatorFlopMode.__torch_dispatch__, self),
+                    counter._recorder,
+                    counter._log,
+                    torch.Tensor,
+                    COUNTED,
+                    DEFERRED,
+                    UNCOUNTED,
+                ),
+                self,
             )
-            return out
+
+        def __exit__(self, *exc: Any) -> Any:
+            try:
+                return super().__exit__(*exc)
+            finally:
+                # The recorder refers back to the mode: unlinked, both are freed at once.
+                dispatch = self.__dict__.pop("__torch_dispatch__", None)
+                if dispatch is not None:
+                    for entry, calls, uncounted in dispatch.__func__.tallies():
+                        stats = self._stats_for(entry.name)
+                        stats.calls += calls
+                        stats.uncounted_calls += uncounted
+                        if stats.exclusion is None:
+                            stats.exclusion = entry.exclusion
 
     class CrawlCounter(OperatorFlopCounter):
         """The operator FLOPs counter of the analysed forward.
@@ -1341,7 +1336,7 @@ def _crawl_counter_class() -> type:
                     call.first_op = sequence
                 sequence += 1
                 if outcome == DEFERRED:
-                    stats = entry.stats
+                    stats = self._stats_for(entry.name)
                     try:
                         flops = entry.on_shapes(args, kwargs or {}, out)
                     except Exception as error:  # counted as the mode counts a failing formula
@@ -1358,9 +1353,9 @@ def _crawl_counter_class() -> type:
                     continue
                 if outcome == COUNTED:
                     call.own_flops += flops
-                    call.own_dmas += (
-                        _shape_elements(args) + _shape_elements(kwargs) + _shape_elements(out)
-                    )
+                    call.own_dmas += _shape_elements(args) + _shape_elements((out,))
+                    if kwargs:
+                        call.own_dmas += _shape_elements(kwargs.values())
                 elif outcome == UNCOUNTED:
                     if call.own_uncounted is None:
                         call.own_uncounted = set()
@@ -1400,15 +1395,16 @@ def _by_module(ordered: list[_Call], stats_type: Any) -> dict[str, Any]:
     """
     # Per call, children included: (flops, uncounted names, first operator), children first.
     subtree: dict[_Call, tuple[int, set[str], int]] = {}
+    no_names: frozenset[str] = frozenset()
     for call in ordered:
         total = call.own_flops
-        names = set(call.own_uncounted) if call.own_uncounted else set()
+        names: Any = set(call.own_uncounted) if call.own_uncounted else no_names
         start = call.first_op
         for child in call.children:
             child_total, child_names, child_start = subtree[child]
             total += child_total
             if child_names:
-                names |= child_names
+                names = names | child_names
             if child_start >= 0 and (start < 0 or child_start < start):
                 start = child_start
         subtree[call] = (total, names, start)

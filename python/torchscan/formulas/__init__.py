@@ -30,7 +30,7 @@ from . import (
     shape,
     thirdparty,
 )
-from ._common import Estimate, FieldStep, Rule
+from ._common import Estimate, FieldStep, Rule, is_passthrough
 
 __all__ = [
     "RULES",
@@ -38,6 +38,7 @@ __all__ = [
     "FieldStep",
     "field_step",
     "has_formula",
+    "is_passthrough",
     "module_estimate",
     "supported_module_types",
     "supported_third_party_types",

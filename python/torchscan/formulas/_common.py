@@ -26,6 +26,7 @@ __all__ = [
     "dot_flops",
     "elementwise",
     "first_tensor",
+    "is_passthrough",
     "meta",
     "param_elements",
     "passthrough",
@@ -149,10 +150,31 @@ def elementwise(inputs: int, outputs: int, flops_per_element: int, params: int =
     return Estimate(inputs * flops_per_element, 0, inputs + params + outputs)
 
 
+# One step per dimension count: steps are immutable, and analysis asks on every call.
+_PASSTHROUGH: dict[int, FieldStep] = {}
+
+
 def passthrough(dims: int) -> FieldStep:
     """The field step of a layer that keeps spatial positions aligned elementwise."""
-    dims = max(dims, 0)
-    return FieldStep((1,) * dims, (1,) * dims, (0,) * dims, (1,) * dims)
+    step = _PASSTHROUGH.get(dims)
+    if step is None:
+        count = max(dims, 0)
+        step = FieldStep((1,) * count, (1,) * count, (0,) * count, (1,) * count)
+        if isinstance(dims, int):
+            _PASSTHROUGH[dims] = step
+    return step
+
+
+def is_passthrough(step: FieldStep) -> bool:
+    """Kernel 1, stride 1, padding 0 and dilation 1 in every dimension."""
+    if _PASSTHROUGH.get(len(step.kernel)) is step:
+        return True
+    return (
+        all(value == 1 for value in step.kernel)
+        and all(value == 1 for value in step.stride)
+        and all(value == 0 for value in step.padding)
+        and all(value == 1 for value in step.dilation)
+    )
 
 
 def passthrough_batched(module: nn.Module, inputs: Inputs, output: object) -> FieldStep | None:

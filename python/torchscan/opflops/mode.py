@@ -103,7 +103,11 @@ _MARKER: Final = 5
 
 
 class Entry:
-    """One operator overload, resolved once: what to do with each of its calls."""
+    """One operator overload, resolved once: what to do with each of its calls.
+
+    Entries hold no tallies (the recorder keeps them by operator name), so counters without
+    formulas of their own share them across the process.
+    """
 
     __slots__ = (
         "code",
@@ -113,7 +117,6 @@ class Entry:
         "name",
         "on_shapes",
         "op",
-        "stats",
         "user_formula",
     )
 
@@ -122,7 +125,6 @@ class Entry:
         code: int,
         name: str,
         op: Callable[..., Any],
-        stats: Stats | None,
         formula: RawFormula | None = None,
         user_formula: bool = False,
         exclusion: ExclusionClass | None = None,
@@ -131,7 +133,6 @@ class Entry:
         self.code = code
         self.name = name
         self.op = op
-        self.stats = stats
         self.formula = formula
         self.user_formula = user_formula
         self.exclusion = exclusion
@@ -232,8 +233,9 @@ def resolve_rule(
     return _fallback_rule(func)
 
 
-# The built-in formula table and the rules resolved against it (``OperatorFlopMode``).
-_SHARED_RULES: list[Any] = [None, {}]
+# The built-in formula table, the rules resolved against it and their entries by overload
+# identity (``OperatorFlopMode``).
+_SHARED_RULES: list[Any] = [None, {}, {}]
 
 # TorchDispatchMode is untyped; seen through ``Any`` so strict mypy accepts the subclass.
 _DispatchModeBase: Any = TorchDispatchMode
@@ -265,20 +267,21 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
         self._builtins = builtin_formulas()
         self._entries: dict[int, Entry] = {}
         # Without formulas of its own, a counter resolves every overload as any other counter
-        # of the same built-in table does: those rules are shared across counters.
+        # of the same built-in table does: those rules and entries are shared across counters.
         self._shared_rules: dict[Any, Rule] | None = None
         if not user_formulas:
             if _SHARED_RULES[0] is not self._builtins:
-                _SHARED_RULES[0], _SHARED_RULES[1] = self._builtins, {}
+                _SHARED_RULES[:] = [self._builtins, {}, {}]
             self._shared_rules = _SHARED_RULES[1]
+            self._entries = _SHARED_RULES[2]
 
     def _entry(self, func: Any) -> Entry:
         """Resolve ``func`` once (see the module docstring for the order of the rules)."""
         op = getattr(func, "_op", func)  # the kernel entry point, without OpOverload.__call__
         if func in _SUBCLASS_METADATA:
-            entry = Entry(_METADATA, "", op, None)
+            entry = Entry(_METADATA, "", op)
         elif func.namespace in _MARKER_NAMESPACES:
-            entry = Entry(_MARKER, "", op, None)
+            entry = Entry(_MARKER, "", op)
         else:
             rule = self._shared_rules.get(func) if self._shared_rules is not None else None
             if rule is None:
@@ -296,15 +299,11 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
             rule.kind, _DECOMPOSE
         )
         if code == _DECOMPOSE:  # never listed itself: its decomposition's operators are
-            return Entry(code, name, op, None)
-        stats = self._stats_for(name)
-        if rule.kind == "excluded" and stats.exclusion is None:
-            stats.exclusion = rule.exclusion
+            return Entry(code, name, op)
         return Entry(
             code,
             name,
             op,
-            stats,
             rule.formula,
             rule.user_formula,
             rule.exclusion,
@@ -339,23 +338,28 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
             entry = self._entries[id(func)] = self._entry_of_rule(func, _fallback_rule(func))
             code = entry.code
         out = entry.op(*args, **kwargs) if kwargs else entry.op(*args)
-        stats = entry.stats
-        assert stats is not None
+        stats = self._stats_for(entry.name)
         stats.calls += 1
+        if stats.exclusion is None and entry.exclusion is not None:
+            stats.exclusion = entry.exclusion
         flops = 0
         if code == COUNTED:
-            flops, code = self._count(entry, args, kwargs or _NO_KWARGS, out)
+            flops, code = self._count(entry, stats, args, kwargs or _NO_KWARGS, out)
         elif code == UNCOUNTED:
             stats.uncounted_calls += 1
         self._after(entry, code, flops, args, kwargs or _NO_KWARGS, out)
         return out
 
     def _count(
-        self, entry: Entry, args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any
+        self,
+        entry: Entry,
+        stats: Stats,
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, Any],
+        out: Any,
     ) -> tuple[int, int]:
         """Apply the formula: ``(flops, COUNTED)``, or ``(0, UNCOUNTED)`` when it fails."""
-        assert entry.formula is not None and entry.stats is not None
-        stats = entry.stats
+        assert entry.formula is not None
         try:
             flops = entry.formula(args, kwargs, out)
         except Exception as error:  # a formula must never break the caller's workload
@@ -393,16 +397,14 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
             COUNTED if rule.kind == "formula" else UNCOUNTED,
             name,
             func,
-            self._stats_for(name),
             rule.formula,
             rule.user_formula,
         )
-        stats = entry.stats
-        assert stats is not None
+        stats = self._stats_for(name)
         stats.calls += 1
         flops, code = 0, entry.code
         if code == COUNTED:
-            flops, code = self._count(entry, args, kwargs, out)
+            flops, code = self._count(entry, stats, args, kwargs, out)
         else:
             stats.uncounted_calls += 1
         self._after(entry, code, flops, args, kwargs, out)

@@ -1,6 +1,7 @@
 //! `torchscan._core`: a thin binding over torchscan-core. Strings in, strings out; errors are
 //! mapped to Python exceptions in `errors.rs` only.
 
+mod dispatch;
 mod errors;
 mod functions;
 
@@ -20,5 +21,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     errors::register(module)?;
     functions::register(module)?;
+    dispatch::register(module)?;
     Ok(())
 }

@@ -1,0 +1,345 @@
+//! The common path of the analysis's operator dispatch, compiled: no Python frame runs for it.
+//!
+//! `crawl_module` counts the operators of a forward with a PyTorch dispatch mode. Most calls are
+//! "lean" (see `Entry.lean` in `torchscan.opflops.mode`): excluded, uncounted, or counted by a
+//! built-in shape formula, with no tensor among their keyword arguments. For those the mode only
+//! runs the kernel and logs what the analysis works out after the forward: shapes, identities
+//! and the module call that ran it. [`DispatchRecorder`] does exactly that; every other call goes
+//! to the general path it was given, which is Python (and shielded from TorchDynamo there).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyInt, PyList, PyTuple};
+use pyo3::{IntoPyObjectExt, intern};
+
+/// Calls of one entry logged here: the entry, its calls and its uncounted calls.
+struct Tally {
+    entry: Py<PyAny>,
+    calls: u64,
+    uncounted: u64,
+}
+
+/// The tallies in the order their entries were first seen, and where each entry's is.
+#[derive(Default)]
+struct Tallies {
+    order: Vec<Tally>,
+    index: HashMap<usize, usize>,
+}
+
+/// Logs the lean operator calls of one analysed forward (`torchscan.crawl`'s dispatch mode).
+///
+/// Called as the mode's `__torch_dispatch__(func, types, args, kwargs)` through a bound method.
+/// A lean call appends to `log` the list
+/// `[entry, recorder.top, outcome, 0, shaped_args, kwargs, input_ids, first, shaped_out, out_ids]`
+/// that the Python side reads after the forward; anything else is handed to `general`. The calls
+/// of each entry logged here are tallied apart, for `tallies()` after the forward.
+#[pyclass(module = "torchscan._core", frozen)]
+pub struct DispatchRecorder {
+    /// The mode's entries: `id(overload)` to its `Entry`.
+    entries: Py<PyDict>,
+    /// The general path, called as `general(func, types, args, kwargs)`.
+    general: Py<PyAny>,
+    /// The module-call recorder; `recorder.top` is the innermost call running.
+    recorder: Py<PyAny>,
+    /// The forward's log.
+    log: Py<PyList>,
+    /// `torch.Tensor`.
+    tensor: Py<PyAny>,
+    /// Outcome codes of `torchscan.opflops.mode`: counted, deferred and uncounted.
+    counted: i64,
+    deferred: i64,
+    uncounted: i64,
+    /// Calls logged here, in the order their entries were first seen.
+    tallies: Mutex<Tallies>,
+}
+
+#[pymethods]
+impl DispatchRecorder {
+    #[new]
+    #[pyo3(signature = (entries, general, recorder, log, tensor, counted, deferred, uncounted))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        entries: Py<PyDict>,
+        general: Py<PyAny>,
+        recorder: Py<PyAny>,
+        log: Py<PyList>,
+        tensor: Py<PyAny>,
+        counted: i64,
+        deferred: i64,
+        uncounted: i64,
+    ) -> Self {
+        Self {
+            entries,
+            general,
+            recorder,
+            log,
+            tensor,
+            counted,
+            deferred,
+            uncounted,
+            tallies: Mutex::new(Tallies::default()),
+        }
+    }
+
+    /// `[(entry, calls, uncounted calls), ...]` of the calls logged here since the last time,
+    /// in the order their entries were first seen.
+    fn tallies(&self, py: Python<'_>) -> PyResult<Vec<(Py<PyAny>, u64, u64)>> {
+        let mut tallies = self
+            .tallies
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("the operator tallies are poisoned"))?;
+        let drained = std::mem::take(&mut *tallies);
+        drop(tallies);
+        Ok(drained
+            .order
+            .into_iter()
+            .map(|tally| (tally.entry.clone_ref(py), tally.calls, tally.uncounted))
+            .collect())
+    }
+
+    /// Runs one operator call: the lean path here, anything else through `general`.
+    #[pyo3(signature = (_mode, func, types, args=None, kwargs=None))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        _mode: &Bound<'py, PyAny>,
+        func: &Bound<'py, PyAny>,
+        types: &Bound<'py, PyAny>,
+        args: Option<&Bound<'py, PyAny>>,
+        kwargs: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let empty = PyTuple::empty(py);
+        let args = match args {
+            Some(value) => value.clone(),
+            None => empty.into_any(),
+        };
+        let kwargs = kwargs.filter(|value| !value.is_none()).cloned();
+        let general = || -> PyResult<Bound<'py, PyAny>> {
+            let kw = match &kwargs {
+                Some(value) => value.clone(),
+                None => py.None().into_bound(py),
+            };
+            self.general.bind(py).call1((func, types, &args, kw))
+        };
+        let key = (func.as_ptr() as usize).into_pyobject(py)?;
+        let Some(entry) = self.entries.bind(py).get_item(key)? else {
+            return general(); // resolved there, on its first call
+        };
+        if !entry.getattr(intern!(py, "lean"))?.is_truthy()? {
+            return general();
+        }
+        let Ok(positional) = args.cast::<PyTuple>() else {
+            return general();
+        };
+        let tensor = self.tensor.bind(py);
+        let keywords = match &kwargs {
+            Some(value) => match value.cast::<PyDict>() {
+                Ok(dict) if dict.is_empty() => None,
+                Ok(dict) => {
+                    for (_, value) in dict.iter() {
+                        if value.is_instance(tensor)?
+                            || value.is_instance_of::<PyList>()
+                            || value.is_instance_of::<PyTuple>()
+                            || value.is_instance_of::<PyDict>()
+                        {
+                            return general();
+                        }
+                    }
+                    Some(dict.clone())
+                }
+                Err(_) => return general(),
+            },
+            None => None,
+        };
+        let op = entry.getattr(intern!(py, "op"))?;
+        let out = op.call(positional, keywords.as_ref())?;
+
+        let mut code: i64 = entry.getattr(intern!(py, "code"))?.extract()?;
+        self.tally(&entry, code == self.uncounted)?;
+        let ids = PyList::empty(py);
+        let shaped_args: Bound<'py, PyAny>;
+        let shaped_out: Bound<'py, PyAny>;
+        let out_ids: Bound<'py, PyAny>;
+        if code == self.counted {
+            // Shapes are taken after the call, as formulas see them.
+            code = self.deferred;
+            let shaped = PyList::empty(py);
+            for value in positional.iter() {
+                if value.is_instance(tensor)? {
+                    shaped.append(value.getattr(intern!(py, "shape"))?)?;
+                    ids.append(identity(py, &value)?)?;
+                } else {
+                    shaped.append(value)?;
+                }
+            }
+            shaped_args = shaped.into_any();
+            if out.is_instance(tensor)? {
+                shaped_out = out.getattr(intern!(py, "shape"))?;
+                out_ids = identity(py, &out)?;
+            } else {
+                shaped_out = shapes_of(py, &out, tensor)?;
+                out_ids = tensor_ids(py, &out, tensor)?;
+            }
+        } else {
+            // Excluded or uncounted: no formula and no DMAs; identities (and the result's
+            // number of dimensions) are all the receptive fields need.
+            for value in positional.iter() {
+                if value.is_instance(tensor)? {
+                    ids.append(identity(py, &value)?)?;
+                }
+            }
+            shaped_args = py.None().into_bound(py);
+            if out.is_instance(tensor)? {
+                shaped_out = out.call_method0(intern!(py, "dim"))?;
+                out_ids = identity(py, &out)?;
+            } else {
+                shaped_out = py.None().into_bound(py);
+                out_ids = tensor_ids(py, &out, tensor)?;
+            }
+        }
+        let first = match positional.get_item(0) {
+            Ok(value) if value.is_instance(tensor)? => 1_i64,
+            _ => 0_i64,
+        };
+        let top = self.recorder.bind(py).getattr(intern!(py, "top"))?;
+        let keywords_logged = match keywords {
+            Some(dict) => dict.into_any(),
+            None => py.None().into_bound(py),
+        };
+        let record = PyList::new(
+            py,
+            [
+                entry,
+                top,
+                code.into_bound_py_any(py)?,
+                0_i64.into_bound_py_any(py)?,
+                shaped_args,
+                keywords_logged,
+                ids.into_any(),
+                first.into_bound_py_any(py)?,
+                shaped_out,
+                out_ids,
+            ],
+        )?;
+        self.log.bind(py).append(record)?;
+        Ok(out)
+    }
+}
+
+impl DispatchRecorder {
+    /// Counts one call of `entry` (and one uncounted call when `uncounted`).
+    fn tally(&self, entry: &Bound<'_, PyAny>, uncounted: bool) -> PyResult<()> {
+        let mut tallies = self
+            .tallies
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("the operator tallies are poisoned"))?;
+        let tallies = &mut *tallies;
+        let position = *tallies
+            .index
+            .entry(entry.as_ptr() as usize)
+            .or_insert_with(|| {
+                tallies.order.push(Tally {
+                    entry: entry.clone().unbind(),
+                    calls: 0,
+                    uncounted: 0,
+                });
+                tallies.order.len() - 1
+            });
+        let tally = &mut tallies.order[position];
+        tally.calls += 1;
+        if uncounted {
+            tally.uncounted += 1;
+        }
+        Ok(())
+    }
+}
+
+/// `id(value)`: the address CPython identifies an object by.
+fn identity<'py>(py: Python<'py>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    (value.as_ptr() as usize).into_bound_py_any(py)
+}
+
+/// A value as shape formulas take it: every tensor replaced by its shape, through tuples, lists
+/// and dicts (named tuples become plain tuples; a list or tuple of plain ints is kept as is).
+fn shapes_of<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+    tensor: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if value.is_instance(tensor)? {
+        return value.getattr(intern!(py, "shape"));
+    }
+    let exact = value.is_exact_instance_of::<PyList>() || value.is_exact_instance_of::<PyTuple>();
+    if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
+        let items: Vec<Bound<'py, PyAny>> = value.try_iter()?.collect::<PyResult<_>>()?;
+        if exact
+            && items
+                .iter()
+                .all(|item| item.is_exact_instance_of::<PyInt>())
+        {
+            return Ok(value.clone()); // sizes, strides, paddings: nothing to replace
+        }
+        let mut shaped = Vec::with_capacity(items.len());
+        for item in &items {
+            if item.is_exact_instance_of::<PyInt>() {
+                shaped.push(item.clone());
+            } else {
+                shaped.push(shapes_of(py, item, tensor)?);
+            }
+        }
+        return if value.is_instance_of::<PyList>() {
+            Ok(PyList::new(py, shaped)?.into_any())
+        } else {
+            Ok(PyTuple::new(py, shaped)?.into_any())
+        };
+    }
+    if let Ok(dict) = value.cast::<PyDict>() {
+        let shaped = PyDict::new(py);
+        for (key, item) in dict.iter() {
+            shaped.set_item(key, shapes_of(py, &item, tensor)?)?;
+        }
+        return Ok(shaped.into_any());
+    }
+    Ok(value.clone())
+}
+
+/// `[(id(t), t.dim()), ...]` for the tensors of a result, in order, through tuples, lists and
+/// dicts.
+fn tensor_ids<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+    tensor: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let found = PyList::empty(py);
+    collect_ids(py, value, tensor, &found)?;
+    Ok(found.into_any())
+}
+
+fn collect_ids<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+    tensor: &Bound<'py, PyAny>,
+    found: &Bound<'py, PyList>,
+) -> PyResult<()> {
+    if value.is_instance(tensor)? {
+        let dims = value.call_method0(intern!(py, "dim"))?;
+        found.append(PyTuple::new(py, [identity(py, value)?, dims])?)?;
+    } else if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
+        for item in value.try_iter()? {
+            collect_ids(py, &item?, tensor, found)?;
+        }
+    } else if let Ok(dict) = value.cast::<PyDict>() {
+        for (_, item) in dict.iter() {
+            collect_ids(py, &item, tensor, found)?;
+        }
+    }
+    Ok(())
+}
+
+/// Adds [`DispatchRecorder`] to the module.
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<DispatchRecorder>()
+}
