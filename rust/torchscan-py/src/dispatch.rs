@@ -343,3 +343,243 @@ fn collect_ids<'py>(
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<DispatchRecorder>()
 }
+
+/// What every recorded `forward` of one analysis shares: the recorder's state and the Python
+/// types and functions a call is recorded with.
+#[pyclass(module = "torchscan._core", frozen)]
+pub struct CallLog {
+    /// The Python recorder: `top` is the innermost call open.
+    recorder: Py<PyAny>,
+    /// Every call, in the order they opened.
+    calls: Py<PyList>,
+    /// Calls in the order they closed.
+    closed: Py<PyList>,
+    /// The forward's log (full analysis only): closed calls are appended to it.
+    log: Option<Py<PyList>>,
+    /// Calls so far by module path.
+    counts: Py<PyDict>,
+    /// `torchscan.crawl._Call`.
+    call_type: Py<PyAny>,
+    /// `torchscan._values.TensorSpec`.
+    spec_type: Py<PyAny>,
+    /// `torchscan._values.freeze`, for anything but tensors and tuples of tensors.
+    freeze: Py<PyAny>,
+    /// `torch.Tensor`.
+    tensor: Py<PyAny>,
+    /// The estimates a call has until they are computed.
+    no_estimates: Py<PyAny>,
+}
+
+#[pymethods]
+impl CallLog {
+    #[new]
+    #[pyo3(signature = (recorder, calls, closed, log, counts, call_type, spec_type, freeze, tensor, no_estimates))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        recorder: Py<PyAny>,
+        calls: Py<PyList>,
+        closed: Py<PyList>,
+        log: Option<Py<PyList>>,
+        counts: Py<PyDict>,
+        call_type: Py<PyAny>,
+        spec_type: Py<PyAny>,
+        freeze: Py<PyAny>,
+        tensor: Py<PyAny>,
+        no_estimates: Py<PyAny>,
+    ) -> Self {
+        Self {
+            recorder,
+            calls,
+            closed,
+            log,
+            counts,
+            call_type,
+            spec_type,
+            freeze,
+            tensor,
+            no_estimates,
+        }
+    }
+}
+
+/// A module's `forward` while an analysis records it: opens a call, runs the real forward,
+/// closes the call with its inputs and output frozen (the same as the recorder's `_open` and
+/// `_post`, which the hook-based recording uses).
+///
+/// `__wrapped__` is the real forward, so `inspect.signature` sees its parameters.
+#[pyclass(module = "torchscan._core", frozen)]
+pub struct ModuleForward {
+    #[pyo3(get, name = "__wrapped__")]
+    inner: Py<PyAny>,
+    module: Py<PyAny>,
+    path: Py<PyAny>,
+    depth: i64,
+    shared: Py<CallLog>,
+}
+
+#[pymethods]
+impl ModuleForward {
+    #[new]
+    fn new(
+        inner: Py<PyAny>,
+        module: Py<PyAny>,
+        path: Py<PyAny>,
+        depth: i64,
+        shared: Py<CallLog>,
+    ) -> Self {
+        Self {
+            inner,
+            module,
+            path,
+            depth,
+            shared,
+        }
+    }
+
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let shared = self.shared.get();
+        self.open(py, shared)?;
+        match self.inner.bind(py).call(args, kwargs) {
+            Ok(output) => {
+                self.close(py, shared, args, &output)?;
+                Ok(output)
+            }
+            Err(error) => {
+                // The stack stays consistent when forward raised.
+                self.close(py, shared, args, &py.None().into_bound(py))?;
+                Err(error)
+            }
+        }
+    }
+}
+
+impl ModuleForward {
+    fn open(&self, py: Python<'_>, shared: &CallLog) -> PyResult<()> {
+        let recorder = shared.recorder.bind(py);
+        let counts = shared.counts.bind(py);
+        let path = self.path.bind(py);
+        let index: i64 = match counts.get_item(path)? {
+            Some(value) => value.extract()?,
+            None => 0,
+        };
+        counts.set_item(path, index + 1)?;
+        let parent = recorder.getattr(intern!(py, "top"))?;
+        let level: i64 = if parent.is_none() {
+            0
+        } else {
+            parent.getattr(intern!(py, "level"))?.extract::<i64>()? + 1
+        };
+        let call_type = shared.call_type.bind(py);
+        let call = call_type.call_method1(intern!(py, "__new__"), (call_type,))?;
+        let none = py.None();
+        call.setattr(intern!(py, "path"), path)?;
+        call.setattr(intern!(py, "call_index"), index)?;
+        call.setattr(intern!(py, "depth"), self.depth)?;
+        call.setattr(intern!(py, "module"), self.module.bind(py))?;
+        call.setattr(intern!(py, "parent"), &parent)?;
+        call.setattr(intern!(py, "level"), level)?;
+        call.setattr(intern!(py, "children"), PyList::empty(py))?;
+        call.setattr(intern!(py, "inputs"), PyTuple::empty(py))?;
+        call.setattr(intern!(py, "output"), &none)?;
+        call.setattr(intern!(py, "finished"), false)?;
+        call.setattr(intern!(py, "input_metas"), &none)?;
+        call.setattr(intern!(py, "output_meta"), &none)?;
+        call.setattr(intern!(py, "estimates"), shared.no_estimates.bind(py))?;
+        call.setattr(intern!(py, "receptive_field"), &none)?;
+        call.setattr(intern!(py, "own_flops"), 0_i64)?;
+        call.setattr(intern!(py, "own_dmas"), 0_i64)?;
+        call.setattr(intern!(py, "own_uncounted"), &none)?;
+        call.setattr(intern!(py, "first_op"), -1_i64)?;
+        if !parent.is_none() {
+            parent
+                .getattr(intern!(py, "children"))?
+                .call_method1(intern!(py, "append"), (&call,))?;
+        }
+        shared.calls.bind(py).append(&call)?;
+        recorder.setattr(intern!(py, "top"), call)
+    }
+
+    fn close<'py>(
+        &self,
+        py: Python<'py>,
+        shared: &CallLog,
+        args: &Bound<'py, PyTuple>,
+        output: &Bound<'py, PyAny>,
+    ) -> PyResult<()> {
+        let recorder = shared.recorder.bind(py);
+        let module = self.module.bind(py);
+        let mut call = recorder.getattr(intern!(py, "top"))?;
+        while !call.is_none() && !call.getattr(intern!(py, "module"))?.is(module) {
+            call = call.getattr(intern!(py, "parent"))?;
+        }
+        if call.is_none() {
+            return Ok(());
+        }
+        recorder.setattr(intern!(py, "top"), call.getattr(intern!(py, "parent"))?)?;
+        call.setattr(intern!(py, "inputs"), freeze(py, shared, args.as_any())?)?;
+        call.setattr(intern!(py, "output"), freeze(py, shared, output)?)?;
+        call.setattr(intern!(py, "finished"), true)?;
+        shared.closed.bind(py).append(&call)?;
+        if let Some(log) = &shared.log {
+            log.bind(py).append(&call)?;
+        }
+        Ok(())
+    }
+}
+
+/// `_values.freeze(value)`: tensors and tuples of tensors here, anything else in Python.
+fn freeze<'py>(
+    py: Python<'py>,
+    shared: &CallLog,
+    value: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let tensor = shared.tensor.bind(py);
+    if value.is_instance(tensor)? {
+        return spec(py, shared, value);
+    }
+    if let Ok(items) = value.cast_exact::<PyTuple>() {
+        let mut specs = Vec::with_capacity(items.len());
+        for item in items.iter() {
+            if !item.is_instance(tensor)? {
+                return shared.freeze.bind(py).call1((value,));
+            }
+            specs.push(spec(py, shared, &item)?);
+        }
+        return Ok(PyTuple::new(py, specs)?.into_any());
+    }
+    shared.freeze.bind(py).call1((value,))
+}
+
+/// `TensorSpec(tensor)`, built without running Python code.
+fn spec<'py>(
+    py: Python<'py>,
+    shared: &CallLog,
+    tensor: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let spec_type = shared.spec_type.bind(py);
+    let spec = spec_type.call_method1(intern!(py, "__new__"), (spec_type,))?;
+    spec.setattr(intern!(py, "shape"), tensor.getattr(intern!(py, "shape"))?)?;
+    spec.setattr(intern!(py, "dtype"), tensor.getattr(intern!(py, "dtype"))?)?;
+    spec.setattr(
+        intern!(py, "device"),
+        tensor.getattr(intern!(py, "device"))?,
+    )?;
+    spec.setattr(
+        intern!(py, "requires_grad"),
+        tensor.getattr(intern!(py, "requires_grad"))?,
+    )?;
+    spec.setattr(intern!(py, "ident"), identity(py, tensor)?)?;
+    Ok(spec)
+}
+
+/// Adds [`CallLog`] and [`ModuleForward`] to the module.
+pub fn register_calls(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<CallLog>()?;
+    module.add_class::<ModuleForward>()
+}

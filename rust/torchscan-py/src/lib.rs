@@ -22,5 +22,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(module)?;
     functions::register(module)?;
     dispatch::register(module)?;
+    dispatch::register_calls(module)?;
     Ok(())
 }
