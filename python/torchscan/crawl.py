@@ -577,7 +577,7 @@ def _estimate_call(call: _Call, diagnostics: dict[tuple[str, str], Diagnostic]) 
         }
         return
     # Children finished first, so their estimates are already there.
-    is_leaf = next(iter(module.children()), None) is None
+    is_leaf = not any(child is not None for child in module._modules.values())
     missing: list[str] = []
     if not call.finished:
         missing.append(f"{type_name} did not finish its forward")

@@ -32,6 +32,7 @@ __all__ = [
     "passthrough",
     "passthrough_batched",
     "size",
+    "tensor_attribute",
     "total",
 ]
 
@@ -139,10 +140,34 @@ def param_elements(module: nn.Module) -> int:
     while pending:
         current = pending.pop()
         for param in current._parameters.values():
-            if param is not None and not isinstance(param, nn.parameter.UninitializedParameter):
+            if param is None:
+                continue
+            kind = type(param)
+            # ``isinstance`` against UninitializedParameter runs Python code: plain parameters
+            # and tensors are told apart by their type first.
+            if kind is nn.Parameter or kind is torch.Tensor or not isinstance(param, _LAZY):
                 total_elements += param.numel()
-        pending.extend(child for child in current._modules.values() if child is not None)
+        if current._modules:
+            pending.extend(child for child in current._modules.values() if child is not None)
     return total_elements
+
+
+_LAZY = nn.parameter.UninitializedParameter
+
+
+def tensor_attribute(module: nn.Module, name: str) -> Any:
+    """``module.<name>`` for a parameter or buffer (None when absent), read without Python code.
+
+    ``nn.Module.__getattr__`` is Python code; parameters and buffers are looked up in their
+    dicts first, anything else (a property of a subclass) through ``getattr``.
+    """
+    parameters = module._parameters
+    if name in parameters:
+        return parameters[name]
+    buffers = module._buffers
+    if name in buffers:
+        return buffers[name]
+    return getattr(module, name, None)
 
 
 def elementwise(inputs: int, outputs: int, flops_per_element: int, params: int = 0) -> Estimate:

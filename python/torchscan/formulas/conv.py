@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from torch import nn
 
-from ._common import Estimate, FieldStep, Inputs, Rule, arg, dot_flops, first_tensor, size
+from ._common import (
+    Estimate,
+    FieldStep,
+    Inputs,
+    Rule,
+    arg,
+    dot_flops,
+    first_tensor,
+    size,
+    tensor_attribute,
+)
 
 __all__ = [
     "RULES",
@@ -29,7 +39,7 @@ def _weight_elements(
     """Weight and bias elements from the configuration (never reads a lazy parameter)."""
     kernel = size(module.kernel_size)
     weight = module.in_channels * (module.out_channels // module.groups) * kernel
-    return weight + (module.out_channels if module.bias is not None else 0)
+    return weight + (module.out_channels if tensor_attribute(module, "bias") is not None else 0)
 
 
 def estimate_conv(
@@ -49,7 +59,7 @@ def estimate_conv(
         return None
     terms = module.in_channels // module.groups * size(module.kernel_size)
     outputs = out.numel()
-    bias = module.bias is not None
+    bias = tensor_attribute(module, "bias") is not None
     flops = outputs * dot_flops(terms) + (outputs if bias else 0)
     macs = outputs * terms
     return Estimate(flops, macs, macs + _weight_elements(module) + outputs)

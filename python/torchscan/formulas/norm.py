@@ -15,6 +15,7 @@ from ._common import (
     passthrough,
     passthrough_batched,
     size,
+    tensor_attribute,
 )
 
 __all__ = [
@@ -98,17 +99,18 @@ def estimate_batch_norm(
     x = arg(inputs, 0)
     if x is None:
         return None
-    tracked = module.running_mean is not None and module.running_var is not None
+    mean, var = tensor_attribute(module, "running_mean"), tensor_attribute(module, "running_var")
+    tracked = mean is not None and var is not None
     batch_stats = module.training or not tracked
     update = module.training and module.track_running_stats and tracked
     return normalisation_cost(
         x.numel(),
         module.num_features,
         batch_stats=batch_stats,
-        weight=module.weight is not None,
-        bias=module.bias is not None,
+        weight=tensor_attribute(module, "weight") is not None,
+        bias=tensor_attribute(module, "bias") is not None,
         params=param_elements(module),
-        stats_read=_running_stats(module) if (tracked and (update or not batch_stats)) else 0,
+        stats_read=mean.numel() + var.numel() if (tracked and (update or not batch_stats)) else 0,
         stats_update=module.num_features if update else 0,
         momentum_none=module.momentum is None,
     )
