@@ -790,3 +790,33 @@ def test_compiled_submodules_are_recorded_without_warnings() -> None:
     paths = [layer["path"] for layer in report["layers"]]
     assert paths[0] == "" and paths[-1] == "1" and "0._orig_mod.0" in paths
     assert report["operator_flops"]["total"]["value"] == 2 * 4 * 8 * 8 + 2 * 4 * 8 * 2
+
+
+def test_garbage_collection_state_is_restored() -> None:
+    import gc
+
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    x = torch.randn(1, 4)
+    assert gc.get_freeze_count() == 0
+    crawl_module(model, args=(x,))
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    # Objects the caller froze stay frozen; a disabled collector stays disabled.
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        crawl_module(model, args=(x,))
+        assert gc.get_freeze_count() == frozen
+        gc.disable()
+        crawl_module(model, args=(x,))
+        assert not gc.isenabled() and gc.get_freeze_count() == frozen
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+    class Failing(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        crawl_module(Failing(), args=(x,))
+    assert gc.get_freeze_count() == 0

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import sys
 import types
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from math import prod
 from typing import IO, Any
 
@@ -82,7 +84,8 @@ class _Call:
         self.parent = parent
         # Nesting in the call tree (0 for a call made outside any tracked module).
         self.level: int = 0 if parent is None else parent.level + 1
-        self.children: list[_Call] = []
+        # Most calls have none: a list is made for the first child.
+        self.children: Sequence[_Call] = ()
         # Inputs and output frozen by ``_values.freeze`` (tensors become ``TensorSpec``).
         self.inputs: tuple[Any, ...] = ()
         self.output: Any = None
@@ -504,7 +507,10 @@ class _Recorder:
         parent = self.top
         call = _Call(path, index, depth, module, parent)
         if parent is not None:
-            parent.children.append(call)
+            if parent.children:
+                parent.children.append(call)  # type: ignore[attr-defined]
+            else:
+                parent.children = [call]
         self.calls.append(call)
         self.top = call
 
@@ -984,11 +990,8 @@ def _analyse(
     # reference counting instead of waiting for the cyclic garbage collector.
     for call in recorder.calls:
         call.parent = None
-        call.children = _NO_CHILDREN
+        call.children = ()
     return report
-
-
-_NO_CHILDREN: list[_Call] = []
 
 
 def _build_report(
@@ -1085,6 +1088,26 @@ def _strict_check(report: AnalysisReport) -> None:
         raise IncompleteAnalysisError(report, incomplete)
 
 
+@contextlib.contextmanager
+def _older_objects_frozen() -> Iterator[None]:
+    """Keep the objects that existed before out of full garbage collections for a while.
+
+    An analysis keeps a few objects per module call alive until its report is built; on a deep
+    model they trigger full collections, each of which would walk every object of the process
+    (PyTorch alone has hundreds of thousands). Frozen, the objects older than the analysis are
+    skipped by them and go back to the oldest generation afterwards. Nothing is done when the
+    collector is off or the caller froze objects of their own (``gc.freeze``).
+    """
+    if not gc.isenabled() or gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 def crawl_module(
     model: Any,
     input_shape: Any = None,
@@ -1106,7 +1129,8 @@ def crawl_module(
     :class:`~torchscan.IncompleteAnalysisError` (carrying the report) when a requested metric is
     partial or unavailable.
     """
-    report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
+    with _older_objects_frozen():
+        report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
     if strict:
         _strict_check(report)
     return report
@@ -1144,7 +1168,8 @@ def summary(
     ):
         raise InvalidArgumentError(f"max_depth must be a non-negative integer, got {max_depth!r}")
     del receptive_field, effective_rf_stats
-    report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
+    with _older_objects_frozen():
+        report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
     from .validation import format_summary
 
     text = format_summary(report, max_depth=max_depth)

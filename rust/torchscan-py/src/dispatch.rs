@@ -484,7 +484,8 @@ impl ModuleForward {
         call.setattr(intern!(py, "module"), self.module.bind(py))?;
         call.setattr(intern!(py, "parent"), &parent)?;
         call.setattr(intern!(py, "level"), level)?;
-        call.setattr(intern!(py, "children"), PyList::empty(py))?;
+        // Most calls have no children: a list is made for the first one.
+        call.setattr(intern!(py, "children"), PyTuple::empty(py))?;
         call.setattr(intern!(py, "inputs"), PyTuple::empty(py))?;
         call.setattr(intern!(py, "output"), &none)?;
         call.setattr(intern!(py, "finished"), false)?;
@@ -497,9 +498,11 @@ impl ModuleForward {
         call.setattr(intern!(py, "own_uncounted"), &none)?;
         call.setattr(intern!(py, "first_op"), -1_i64)?;
         if !parent.is_none() {
-            parent
-                .getattr(intern!(py, "children"))?
-                .call_method1(intern!(py, "append"), (&call,))?;
+            let siblings = parent.getattr(intern!(py, "children"))?;
+            match siblings.cast::<PyList>() {
+                Ok(list) => list.append(&call)?,
+                Err(_) => parent.setattr(intern!(py, "children"), PyList::new(py, [&call])?)?,
+            }
         }
         shared.calls.bind(py).append(&call)?;
         recorder.setattr(intern!(py, "top"), call)
