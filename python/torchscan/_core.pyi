@@ -15,6 +15,7 @@ __all__ = [
     "cli_main",
     "compare_benchmarks_json",
     "compare_reports_json",
+    "describe_calls",
     "format_summary_json",
     "iqr",
     "json_schema",
@@ -120,3 +121,11 @@ class ModuleForward:
         cls, inner: Any, module: Any, path: Any, depth: int, shared: CallLog
     ) -> ModuleForward: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+def describe_calls(
+    calls: list[Any],
+    spec_type: type,
+    describe: Any,
+    dtype_names: dict[Any, str],
+    device_names: dict[Any, str],
+) -> None: ...

@@ -586,3 +586,89 @@ pub fn register_calls(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<CallLog>()?;
     module.add_class::<ModuleForward>()
 }
+
+/// The metadata of a frozen tensor (`_values.describe` of a `TensorSpec`), or None when its
+/// dtype or device has no cached name yet (the Python side names it then).
+fn spec_meta<'py>(
+    py: Python<'py>,
+    spec: &Bound<'py, PyAny>,
+    dtype_names: &Bound<'py, PyDict>,
+    device_names: &Bound<'py, PyDict>,
+) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let Some(dtype) = dtype_names.get_item(spec.getattr(intern!(py, "dtype"))?)? else {
+        return Ok(None);
+    };
+    let Some(device) = device_names.get_item(spec.getattr(intern!(py, "device"))?)? else {
+        return Ok(None);
+    };
+    let shape = PyList::new(
+        py,
+        spec.getattr(intern!(py, "shape"))?
+            .try_iter()?
+            .collect::<PyResult<Vec<_>>>()?,
+    )?;
+    let meta = PyDict::new(py);
+    meta.set_item(intern!(py, "kind"), intern!(py, "tensor"))?;
+    meta.set_item(intern!(py, "shape"), shape)?;
+    meta.set_item(intern!(py, "dtype"), dtype)?;
+    meta.set_item(intern!(py, "device"), device)?;
+    meta.set_item(
+        intern!(py, "requires_grad"),
+        spec.getattr(intern!(py, "requires_grad"))?.is_truthy()?,
+    )?;
+    Ok(Some(meta))
+}
+
+/// `_values.describe(value)`: frozen tensors here, anything else in Python.
+fn meta_of<'py>(
+    py: Python<'py>,
+    value: &Bound<'py, PyAny>,
+    spec_type: &Bound<'py, PyAny>,
+    describe: &Bound<'py, PyAny>,
+    names: (&Bound<'py, PyDict>, &Bound<'py, PyDict>),
+) -> PyResult<Bound<'py, PyAny>> {
+    if value.get_type().is(spec_type) {
+        if let Some(meta) = spec_meta(py, value, names.0, names.1)? {
+            return Ok(meta.into_any());
+        }
+    }
+    describe.call1((value,))
+}
+
+/// Sets `input_metas` and `output_meta` of every finished call: the metadata of its frozen
+/// inputs and output, as `_values.describe` gives it (`dtype_names` and `device_names` are its
+/// caches of names).
+#[pyfunction]
+#[pyo3(signature = (calls, spec_type, describe, dtype_names, device_names))]
+fn describe_calls<'py>(
+    py: Python<'py>,
+    calls: &Bound<'py, PyAny>,
+    spec_type: &Bound<'py, PyAny>,
+    describe: &Bound<'py, PyAny>,
+    dtype_names: &Bound<'py, PyDict>,
+    device_names: &Bound<'py, PyDict>,
+) -> PyResult<()> {
+    let names = (dtype_names, device_names);
+    for call in calls.try_iter()? {
+        let call = call?;
+        if !call.getattr(intern!(py, "finished"))?.is_truthy()? {
+            continue;
+        }
+        let metas = PyList::empty(py);
+        for value in call.getattr(intern!(py, "inputs"))?.try_iter()? {
+            metas.append(meta_of(py, &value?, spec_type, describe, names)?)?;
+        }
+        call.setattr(intern!(py, "input_metas"), metas)?;
+        let output = call.getattr(intern!(py, "output"))?;
+        call.setattr(
+            intern!(py, "output_meta"),
+            meta_of(py, &output, spec_type, describe, names)?,
+        )?;
+    }
+    Ok(())
+}
+
+/// Adds the functions that describe an analysed forward's calls.
+pub fn register_describe(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(describe_calls, module)?)
+}

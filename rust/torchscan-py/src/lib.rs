@@ -23,5 +23,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     functions::register(module)?;
     dispatch::register(module)?;
     dispatch::register_calls(module)?;
+    dispatch::register_describe(module)?;
     Ok(())
 }
