@@ -15,7 +15,6 @@ __all__ = [
     "cli_main",
     "compare_benchmarks_json",
     "compare_reports_json",
-    "describe_calls",
     "format_summary_json",
     "iqr",
     "json_schema",
@@ -121,11 +120,3 @@ class ModuleForward:
         cls, inner: Any, module: Any, path: Any, depth: int, shared: CallLog
     ) -> ModuleForward: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
-
-def describe_calls(
-    calls: list[Any],
-    spec_type: type,
-    describe: Any,
-    dtype_names: dict[Any, str],
-    device_names: dict[Any, str],
-) -> None: ...

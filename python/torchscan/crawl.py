@@ -13,15 +13,7 @@ from math import prod
 from typing import IO, Any
 
 from . import _core, _metrics
-from ._values import (
-    _DEVICE_NAMES,
-    _DTYPE_NAMES,
-    TensorSpec,
-    describe,
-    dtype_name,
-    freeze,
-    iter_tensors,
-)
+from ._values import TensorSpec, describe, dtype_name, freeze, iter_tensors
 from .context import capture_context, current_flags
 from .errors import IncompleteAnalysisError, InvalidArgumentError
 from .reports import (
@@ -968,8 +960,10 @@ def _analyse(
     # already children-first; a call left open by a hook that misbehaved needs the tree walk.
     closed = recorder.closed
     ordered = closed if len(closed) == len(recorder.calls) else _post_order(recorder.calls)
-    # ``describe`` of every finished call's inputs and output (frozen tensors in compiled code).
-    _core.describe_calls(ordered, TensorSpec, describe, _DTYPE_NAMES, _DEVICE_NAMES)
+    for call in ordered:
+        if call.finished:
+            call.input_metas = [describe(value) for value in call.inputs]
+            call.output_meta = describe(call.output)
     if full:
         assert counter is not None
         counter.finish()

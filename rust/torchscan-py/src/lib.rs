@@ -23,6 +23,5 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     functions::register(module)?;
     dispatch::register(module)?;
     dispatch::register_calls(module)?;
-    dispatch::register_describe(module)?;
     Ok(())
 }
