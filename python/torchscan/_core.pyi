@@ -5,11 +5,9 @@ from typing import Any, final
 __all__ = [
     "READABLE_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
-    "CallLog",
     "CoreCompareError",
     "CoreValidationError",
     "DispatchRecorder",
-    "ModuleForward",
     "__version__",
     "block_timing",
     "cli_main",
@@ -91,32 +89,3 @@ class DispatchRecorder:
         kwargs: Any = None,
     ) -> Any: ...
     def tallies(self) -> list[tuple[Any, int, int]]: ...
-
-@final
-class CallLog:
-    """What the recorded ``forward`` of one analysis share (``torchscan.crawl``'s recorder)."""
-
-    def __new__(
-        cls,
-        recorder: Any,
-        calls: list[Any],
-        closed: list[Any],
-        log: list[Any] | None,
-        counts: dict[str, int],
-        call_type: Any,
-        spec_type: Any,
-        freeze: Any,
-        tensor: Any,
-        no_estimates: Any,
-    ) -> CallLog: ...
-
-@final
-class ModuleForward:
-    """A module's ``forward`` while an analysis records it."""
-
-    @property
-    def __wrapped__(self) -> Any: ...
-    def __new__(
-        cls, inner: Any, module: Any, path: Any, depth: int, shared: CallLog
-    ) -> ModuleForward: ...
-    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...

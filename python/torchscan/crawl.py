@@ -406,13 +406,39 @@ def _needs_hooks(modules: Iterable[Any]) -> bool:
     return False
 
 
+class _Forward:
+    """A module's ``forward`` while it is recorded: opens a call, runs the real one, closes it.
+
+    ``__wrapped__`` is the real forward, so ``inspect.signature`` sees its parameters.
+    """
+
+    __slots__ = ("__wrapped__", "depth", "module", "path", "recorder")
+
+    def __init__(self, inner: Any, recorder: _Recorder, module: Any, path: str, depth: int):
+        self.__wrapped__ = inner
+        self.recorder = recorder
+        self.module = module
+        self.path = path
+        self.depth = depth
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        recorder, module = self.recorder, self.module
+        recorder._open(module, self.path, self.depth)
+        try:
+            output = self.__wrapped__(*args, **kwargs)
+        except BaseException:
+            recorder._post(module, args, None)
+            raise
+        recorder._post(module, args, output)
+        return output
+
+
 class _Recorder:
     """Records every module call of one forward: the call tree, with frozen inputs and outputs.
 
     Each module's ``forward`` is wrapped for the duration (the instance attribute is set and then
-    restored) by a compiled ``_core.ModuleForward``, which opens and closes the call as
-    ``_open`` and ``_post`` do: the wrappers cost a fraction of PyTorch's hook machinery and,
-    like the absence of hooks, leave PyTorch's fused inference paths on. Models holding modules
+    restored): the wrappers cost a fraction of PyTorch's hook machinery and, like the absence of
+    hooks, leave PyTorch's fused inference paths on. Models holding modules
     that cannot be wrapped (scripted, replicated or compiled) get two process-wide forward hooks
     instead, filtered to the model's modules. Either way the call records the positional
     arguments its ``forward`` received and what it returned, also when it raised.
@@ -433,7 +459,6 @@ class _Recorder:
         self.call_counts: dict[str, int] = {}
         self.handles: list[Any] = []
         self.wrapped: list[tuple[Any, Any]] = []
-        self._shared: Any = None
         # The forward's events in order, for the receptive fields (full mode only): closed calls
         # and the operators' tensor births (see the crawl counter's ``_after``).
         self.log = log
@@ -448,23 +473,8 @@ class _Recorder:
                     torch_module.register_module_forward_hook(self._post_hook, always_call=True)
                 )
             else:
-                import torch
-
-                # What every wrapper shares; it refers back to the recorder until ``close``.
-                self._shared = _core.CallLog(
-                    self,
-                    self.calls,
-                    self.closed,
-                    self.log,
-                    self.call_counts,
-                    _Call,
-                    TensorSpec,
-                    freeze,
-                    torch.Tensor,
-                    _NO_ESTIMATES,
-                )
                 for module in self.modules:
-                    self._wrap(module, self._shared)
+                    self._wrap(module)
         except BaseException:
             self.close()
             raise
@@ -483,12 +493,11 @@ class _Recorder:
             else:
                 module.__dict__["forward"] = previous
         self.wrapped.clear()
-        self._shared = None
 
-    def _wrap(self, module: Any, shared: Any) -> None:
+    def _wrap(self, module: Any) -> None:
         path, depth = self.paths[id(module)]
         # ``module.forward`` is the bound method, or a forward already set on the instance.
-        forward = _core.ModuleForward(module.forward, module, path, depth, shared)
+        forward = _Forward(module.forward, self, module, path, depth)
         self.wrapped.append((module, module.__dict__.get("forward", _NO_FORWARD)))
         module.__dict__["forward"] = forward
 

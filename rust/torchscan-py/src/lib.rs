@@ -22,6 +22,5 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(module)?;
     functions::register(module)?;
     dispatch::register(module)?;
-    dispatch::register_calls(module)?;
     Ok(())
 }
