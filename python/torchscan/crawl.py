@@ -231,17 +231,6 @@ def _unique_tensors(named: Iterable[tuple[str, Any]]) -> tuple[list[Any], int]:
     Tensors are the same when they are the same object or view the same storage the same way
     (same data pointer, device, shape, strides and dtype).
     """
-    named = list(named)
-    distinct = list({id(tensor): tensor for _, tensor in named}.values())
-    if len(distinct) == len(named):
-        # The usual case: no tensor under two names, and (checked next) no two views of one
-        # storage; anything else takes the general path below.
-        try:
-            pointers = {tensor.data_ptr() for tensor in distinct}
-        except (RuntimeError, NotImplementedError):
-            pointers = set()
-        if len(pointers) == len(distinct) and 0 not in pointers:
-            return distinct, 0
     by_identity: dict[int, list[Any]] = {}  # id -> [tensor, name, name, ...]
     for name, tensor in named:
         entry = by_identity.get(id(tensor))
@@ -303,13 +292,38 @@ def _named_tensors(
     return parameters, buffers
 
 
+def _distinct_storage(tensors: list[Any]) -> bool:
+    """Whether no tensor is listed twice and no two view one storage (the usual case)."""
+    if len({id(tensor) for tensor in tensors}) != len(tensors):
+        return False
+    try:
+        pointers = {tensor.data_ptr() for tensor in tensors}
+    except (RuntimeError, NotImplementedError):  # storage-less tensors: the general path
+        return False
+    return len(pointers) == len(tensors) and 0 not in pointers
+
+
 def _totals_storage(
     named_modules: list[tuple[str, Any]],
 ) -> tuple[dict[str, int], MetricResult, MetricResult, list[str], set[Any]]:
     """Parameter and buffer counts and storage, shared names, and the parameters' float dtypes."""
-    named_parameters, named_buffers = _named_tensors(named_modules)
-    params, shared_params = _unique_tensors(named_parameters)
-    buffers, shared_buffers = _unique_tensors(named_buffers)
+    params = [t for _, m in named_modules for t in m._parameters.values() if t is not None]
+    buffers = [t for _, m in named_modules for t in m._buffers.values() if t is not None]
+    shared_params = shared_buffers = 0
+    shared_names: list[str] = []
+    if not _distinct_storage(params + buffers):
+        # Something is shared: names are needed to count it and to say which.
+        named_parameters, named_buffers = _named_tensors(named_modules)
+        params, shared_params = _unique_tensors(named_parameters)
+        buffers, shared_buffers = _unique_tensors(named_buffers)
+        everything = (*named_parameters, *named_buffers)
+        if len({id(tensor) for _, tensor in everything}) != len(everything):
+            by_id: dict[int, list[str]] = {}
+            for name, tensor in everything:
+                by_id.setdefault(id(tensor), []).append(name)
+            shared_names = [
+                " = ".join(dict.fromkeys(names)) for names in by_id.values() if len(set(names)) > 1
+            ]
     parameters = trainable = parameter_bytes = 0
     dtypes: set[Any] = set()
     for tensor in params:
@@ -332,15 +346,6 @@ def _totals_storage(
         "buffers": int(buffer_count),
         "shared_tensors": shared_params + shared_buffers,
     }
-    shared_names: list[str] = []
-    everything = (*named_parameters, *named_buffers)
-    if len({id(tensor) for _, tensor in everything}) != len(everything):
-        by_id: dict[int, list[str]] = {}
-        for name, tensor in everything:
-            by_id.setdefault(id(tensor), []).append(name)
-        shared_names = [
-            " = ".join(dict.fromkeys(names)) for names in by_id.values() if len(set(names)) > 1
-        ]
     return (
         counts,
         _metrics.complete(
