@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import gc
 import json
 import os
 import platform
@@ -60,24 +61,30 @@ def machine() -> dict[str, Any]:
     }
 
 
-def time_once(fn: Callable[[], Any]) -> float:
-    """Seconds one call of ``fn`` takes."""
+def time_once(fn: Callable[[], Any], collect: bool = False) -> float:
+    """Seconds one call of ``fn`` takes; with ``collect``, after a full garbage collection."""
+    if collect:
+        gc.collect()
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
 
 
 def interleaved(
-    fns: dict[str, Callable[[], Any]], repeats: int, warmup: int
+    fns: dict[str, Callable[[], Any]], repeats: int, warmup: int, collect: bool = False
 ) -> dict[str, list[float]]:
-    """Run every function once per round, round after round; return the timings in seconds."""
+    """Run every function once per round, round after round; return the timings in seconds.
+
+    With ``collect``, a full garbage collection runs before each timed call, so that no call
+    pays for the garbage of the one before.
+    """
     for _ in range(warmup):
         for fn in fns.values():
             fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            times[name].append(time_once(fn))
+            times[name].append(time_once(fn, collect))
     return times
 
 

@@ -91,7 +91,7 @@ def bench_resnet(repeats: int, warmup: int) -> dict[str, Any]:
             model(x)
 
     # The very first crawl pays for lazily imported analysis code and tables: report it apart.
-    cold = time_once(lambda: torchscan.crawl_module(model, args=(x,)))
+    cold = time_once(lambda: torchscan.crawl_module(model, args=(x,)), collect=True)
 
     times = interleaved(
         {
@@ -101,6 +101,7 @@ def bench_resnet(repeats: int, warmup: int) -> dict[str, Any]:
         },
         repeats=repeats,
         warmup=warmup,
+        collect=True,
     )
     med = {k: statistics.median(v) for k, v in times.items()}
     return {
@@ -140,7 +141,7 @@ def bench_deep(repeats: int, warmup: int, sizes: tuple[int, int] = (200, 2000)) 
 
     fns[f"{small_n}_forward"] = fwd(small)
     fns[f"{big_n}_forward"] = fwd(big)
-    times = interleaved(fns, repeats=repeats, warmup=warmup)
+    times = interleaved(fns, repeats=repeats, warmup=warmup, collect=True)
     med = {k: statistics.median(v) for k, v in times.items()}
     return {
         "repeats": repeats,
