@@ -22,6 +22,7 @@ from .reports import (
     Diagnostic,
     Layer,
     MetricResult,
+    ModuleOperatorFlops,
     NamedValueMeta,
     OperatorFlops,
     ReceptiveField,
@@ -72,7 +73,16 @@ class _Call:
         "parent",
         "path",
         "receptive_field",
+        "sub_flops",
+        "sub_names",
+        "sub_start",
     )
+
+    # Set by ``_by_module`` once the forward is over: operator FLOPs, uncounted operator names and
+    # first operator of the call with everything it called.
+    sub_flops: int
+    sub_names: set[str] | frozenset[str] | None
+    sub_start: int
 
     def __init__(
         self, path: str, call_index: int, depth: int, module: Any, parent: _Call | None
@@ -414,23 +424,37 @@ def _needs_hooks(modules: Iterable[Any]) -> bool:
 class _Forward:
     """A module's ``forward`` while it is recorded: opens a call, runs the real one, closes it.
 
-    ``__wrapped__`` is the real forward, so ``inspect.signature`` sees its parameters.
+    ``__wrapped__`` is the real forward, so ``inspect.signature`` sees its parameters. The
+    class's function is kept with the module rather than a bound method, and ``previous`` is
+    what the instance held before (``_NO_FORWARD`` for nothing).
     """
 
-    __slots__ = ("__wrapped__", "depth", "module", "path", "recorder")
+    __slots__ = ("depth", "function", "method", "module", "path", "previous", "recorder")
 
-    def __init__(self, inner: Any, recorder: _Recorder, module: Any, path: str, depth: int):
-        self.__wrapped__ = inner
+    def __init__(self, module: Any, recorder: _Recorder, path: str, depth: int) -> None:
+        self.previous = module.__dict__.get("forward", _NO_FORWARD)
+        inner = module.forward  # the bound method, or a forward already set on the instance
+        # A plain method is called as its function with the module: nothing bound is kept.
+        self.method = type(inner) is types.MethodType and inner.__self__ is module
+        self.function = inner.__func__ if self.method else inner
         self.recorder = recorder
         self.module = module
         self.path = path
         self.depth = depth
 
+    @property
+    def __wrapped__(self) -> Any:
+        """The real forward."""
+        return types.MethodType(self.function, self.module) if self.method else self.function
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         recorder, module = self.recorder, self.module
         recorder._open(module, self.path, self.depth)
         try:
-            output = self.__wrapped__(*args, **kwargs)
+            if self.method:
+                output = self.function(module, *args, **kwargs)
+            else:
+                output = self.function(*args, **kwargs)
         except BaseException:
             recorder._post(module, args, None)
             raise
@@ -463,7 +487,7 @@ class _Recorder:
         self.top: _Call | None = None
         self.call_counts: dict[str, int] = {}
         self.handles: list[Any] = []
-        self.wrapped: list[tuple[Any, Any]] = []
+        self.wrapped: list[_Forward] = []
         # The forward's events in order, for the receptive fields (full mode only): closed calls
         # and the operators' tensor births (see the crawl counter's ``_after``).
         self.log = log
@@ -492,7 +516,8 @@ class _Recorder:
         for handle in self.handles:
             handle.remove()
         self.handles.clear()
-        for module, previous in reversed(self.wrapped):
+        for wrapper in reversed(self.wrapped):
+            module, previous = wrapper.module, wrapper.previous
             if previous is _NO_FORWARD:
                 module.__dict__.pop("forward", None)
             else:
@@ -501,9 +526,8 @@ class _Recorder:
 
     def _wrap(self, module: Any) -> None:
         path, depth = self.paths[id(module)]
-        # ``module.forward`` is the bound method, or a forward already set on the instance.
-        forward = _Forward(module.forward, self, module, path, depth)
-        self.wrapped.append((module, module.__dict__.get("forward", _NO_FORWARD)))
+        forward = _Forward(module, self, path, depth)
+        self.wrapped.append(forward)
         module.__dict__["forward"] = forward
 
     def _pre(self, module: Any, inputs: tuple[Any, ...]) -> None:
@@ -753,7 +777,7 @@ class _FieldTracker:
             if type(event) is not list:
                 event.receptive_field = self.on_call(event)
                 continue
-            inputs = event[_OP_INPUT_IDS]
+            inputs = event[_OP_INPUT_IDS:]
             outputs = event[_OP_OUT_IDS]
             if type(outputs) is int:
                 shaped = event[_OP_SHAPED_OUT]
@@ -1242,14 +1266,14 @@ def _shape_elements(values: Iterable[Any]) -> int:
 # entry, the innermost module call active, the outcome (COUNTED with its FLOPs, DEFERRED for a
 # built-in shape formula applied after the forward, EXCLUDED or UNCOUNTED), the FLOPs, the
 # arguments, keyword arguments and result as shape formulas take them (tensors replaced by their
-# shapes; for a call that is not counted, None and the result's number of dimensions), the
-# identities of the tensor arguments (positional, then keyword), how many of those belong to the
-# first argument, and the result tensors: one identity for a tensor result, else a list of
-# (identity, number of dimensions).
-_OP_INPUT_IDS = 6
-_OP_FIRST_COUNT = 7
-_OP_SHAPED_OUT = 8
-_OP_OUT_IDS = 9
+# shapes; for a call that is not counted, None and the result's number of dimensions), how many
+# tensor arguments belong to the first argument, the result tensors (one identity for a tensor
+# result, else a list of (identity, number of dimensions)), then the identities of the tensor
+# arguments (positional, then keyword) to the end.
+_OP_FIRST_COUNT = 6
+_OP_SHAPED_OUT = 7
+_OP_OUT_IDS = 8
+_OP_INPUT_IDS = 9
 
 
 def _crawl_counter(recorder: _Recorder) -> Any:
@@ -1261,7 +1285,7 @@ def _crawl_counter(recorder: _Recorder) -> Any:
 def _crawl_counter_class() -> type:
     import torch
 
-    from .flops import OperatorFlopCounter, _ModuleStats
+    from .flops import OperatorFlopCounter
     from .opflops.formulas import shapes_of
     from .opflops.mode import COUNTED, DEFERRED, UNCOUNTED, Entry, OperatorFlopMode
 
@@ -1348,10 +1372,10 @@ def _crawl_counter_class() -> type:
                     flops,
                     [shapes_of(value) for value in args],
                     {key: shapes_of(value) for key, value in kwargs.items()} if kwargs else None,
-                    ids,
                     first,
                     shapes_of(out),
                     [(id(tensor), tensor.dim()) for tensor in outputs],
+                    *ids,
                 ]
             )
 
@@ -1361,7 +1385,8 @@ def _crawl_counter_class() -> type:
             for record in self._log:
                 if type(record) is not list:
                     continue
-                entry, call, outcome, flops, args, kwargs, _, _, out, _ = record
+                entry, call, outcome, flops, args, kwargs = record[:6]
+                out = record[_OP_SHAPED_OUT]
                 if call is not None and call.first_op < 0:
                     call.first_op = sequence
                 sequence += 1
@@ -1393,8 +1418,10 @@ def _crawl_counter_class() -> type:
 
         def report(self, ordered: list[_Call]) -> OperatorFlops:
             """The ``operator_flops`` section, ``by_module`` summed over the call tree."""
-            self._modules = _by_module(ordered, _ModuleStats)
-            return self.operator_flops(scope=_OPERATOR_SCOPE)
+            self._modules = {}
+            section = self.operator_flops(scope=_OPERATOR_SCOPE)
+            section["by_module"] = _by_module(ordered)
+            return section
 
     return CrawlCounter
 
@@ -1416,47 +1443,53 @@ def _tensors_of(value: Any) -> list[Any]:
     return found
 
 
-def _by_module(ordered: list[_Call], stats_type: Any) -> dict[str, Any]:
+def _by_module(ordered: list[_Call]) -> list[ModuleOperatorFlops]:
     """Operator FLOPs of every module path, children included, from each call's own operators.
 
     A path counts the operators run while any of its calls was active, each once (a call nested
     in a call of the same path adds nothing more). Paths come in the order the forward first ran
-    an operator inside them, outer before inner.
+    an operator inside them, outer before inner. ``ordered`` is children first; each call's
+    subtree totals are kept on it (``sub_flops``, ``sub_names``, ``sub_start``).
     """
-    # Per call, children included: (flops, uncounted names, first operator), children first.
-    subtree: dict[_Call, tuple[int, set[str], int]] = {}
-    no_names: frozenset[str] = frozenset()
+    from .flops import module_operator_flops
+
     for call in ordered:
         total = call.own_flops
-        names: Any = set(call.own_uncounted) if call.own_uncounted else no_names
+        names: Any = call.own_uncounted
         start = call.first_op
         for child in call.children:
-            child_total, child_names, child_start = subtree[child]
-            total += child_total
+            total += child.sub_flops
+            child_names = child.sub_names
             if child_names:
-                names = names | child_names
+                names = names | child_names if names else child_names
+            child_start = child.sub_start
             if child_start >= 0 and (start < 0 or child_start < start):
                 start = child_start
-        subtree[call] = (total, names, start)
-    found: dict[str, tuple[tuple[int, int], Any]] = {}
+        call.sub_flops, call.sub_names, call.sub_start = total, names, start
+    order: dict[str, tuple[int, int]] = {}
+    flops: dict[str, int] = {}
+    uncounted: dict[str, Any] = {}
     for call in ordered:
-        total, names, start = subtree[call]
-        if start < 0:
+        if call.sub_start < 0:
             continue
+        path = call.path
         ancestor = call.parent
-        while ancestor is not None and ancestor.path != call.path:
+        while ancestor is not None and ancestor.path != path:
             ancestor = ancestor.parent
         if ancestor is not None:
             continue  # nested in a call of the same path, which already counts it
-        order = (start, call.level)
-        entry = found.get(call.path)
-        if entry is None:
-            stats = stats_type()
-            found[call.path] = (order, stats)
-        else:
-            stats = entry[1]
-            if order < entry[0]:
-                found[call.path] = (order, stats)
-        stats.flops += total
-        stats.uncounted |= names
-    return {path: stats for path, (_, stats) in sorted(found.items(), key=lambda kv: kv[1][0])}
+        key = (call.sub_start, call.level)
+        known = order.get(path)
+        if known is None:
+            order[path], flops[path], uncounted[path] = key, call.sub_flops, call.sub_names
+            continue
+        if key < known:
+            order[path] = key
+        flops[path] += call.sub_flops
+        if call.sub_names:
+            names = uncounted[path]
+            uncounted[path] = names | call.sub_names if names else call.sub_names
+    return [
+        module_operator_flops(path, flops[path], uncounted[path])
+        for path in sorted(order, key=order.__getitem__)
+    ]

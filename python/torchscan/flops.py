@@ -95,6 +95,20 @@ class _ModuleStats:
     uncounted: set[str] = field(default_factory=set)
 
 
+def module_operator_flops(
+    path: str, flops: int, uncounted: Iterable[str] | None
+) -> ModuleOperatorFlops:
+    """The ``by_module`` entry of a module path: its FLOPs, partial when ``uncounted`` names any."""
+    if uncounted:
+        names = ", ".join(sorted(uncounted))
+        reason = f"uncounted operators ran inside this module: {names}"
+        return {
+            "path": path,
+            "flops": partial(flops, "FLOPs", _MODULE_SCOPE, FLOPS_METHOD, reason),
+        }
+    return {"path": path, "flops": complete(flops, "FLOPs", _MODULE_SCOPE, FLOPS_METHOD)}
+
+
 def _module_roots(modules: Any) -> list[tuple[str, Any]]:
     """``(path prefix, module)`` pairs from a module, a name->module mapping or an iterable."""
     import torch
@@ -423,14 +437,7 @@ class OperatorFlopCounter:
             total = complete(total_value, "FLOPs", scope, FLOPS_METHOD)
         by_module: list[ModuleOperatorFlops] = []
         for path, module in self._modules.items():
-            flops: MetricResult
-            if module.uncounted:
-                names = ", ".join(sorted(module.uncounted))
-                reason = f"uncounted operators ran inside this module: {names}"
-                flops = partial(module.flops, "FLOPs", _MODULE_SCOPE, FLOPS_METHOD, reason)
-            else:
-                flops = complete(module.flops, "FLOPs", _MODULE_SCOPE, FLOPS_METHOD)
-            by_module.append({"path": path, "flops": flops})
+            by_module.append(module_operator_flops(path, module.flops, module.uncounted))
         return {
             "total": total,
             "counted": counted,

@@ -33,7 +33,7 @@ struct Tallies {
 ///
 /// Called as the mode's `__torch_dispatch__(func, types, args, kwargs)` through a bound method.
 /// A lean call appends to `log` the list
-/// `[entry, recorder.top, outcome, 0, shaped_args, kwargs, input_ids, first, shaped_out, out_ids]`
+/// `[entry, recorder.top, outcome, 0, shaped_args, kwargs, first, shaped_out, out_ids, *input_ids]`
 /// that the Python side reads after the forward; anything else is handed to `general`. The calls
 /// of each entry logged here are tallied apart, for `tallies()` after the forward.
 #[pyclass(module = "torchscan._core", frozen)]
@@ -159,7 +159,7 @@ impl DispatchRecorder {
 
         let mut code: i64 = entry.getattr(intern!(py, "code"))?.extract()?;
         self.tally(&entry, code == self.uncounted)?;
-        let ids = PyList::empty(py);
+        let mut ids: Vec<Bound<'py, PyAny>> = Vec::new();
         let shaped_args: Bound<'py, PyAny>;
         let shaped_out: Bound<'py, PyAny>;
         let out_ids: Bound<'py, PyAny>;
@@ -170,7 +170,7 @@ impl DispatchRecorder {
             for value in positional.iter() {
                 if value.is_instance(tensor)? {
                     shaped.append(value.getattr(intern!(py, "shape"))?)?;
-                    ids.append(identity(py, &value)?)?;
+                    ids.push(identity(py, &value)?);
                 } else {
                     shaped.append(value)?;
                 }
@@ -188,7 +188,7 @@ impl DispatchRecorder {
             // number of dimensions) are all the receptive fields need.
             for value in positional.iter() {
                 if value.is_instance(tensor)? {
-                    ids.append(identity(py, &value)?)?;
+                    ids.push(identity(py, &value)?);
                 }
             }
             shaped_args = py.None().into_bound(py);
@@ -209,21 +209,19 @@ impl DispatchRecorder {
             Some(dict) => dict.into_any(),
             None => py.None().into_bound(py),
         };
-        let record = PyList::new(
-            py,
-            [
-                entry,
-                top,
-                code.into_bound_py_any(py)?,
-                0_i64.into_bound_py_any(py)?,
-                shaped_args,
-                keywords_logged,
-                ids.into_any(),
-                first.into_bound_py_any(py)?,
-                shaped_out,
-                out_ids,
-            ],
-        )?;
+        let mut fields = vec![
+            entry,
+            top,
+            code.into_bound_py_any(py)?,
+            0_i64.into_bound_py_any(py)?,
+            shaped_args,
+            keywords_logged,
+            first.into_bound_py_any(py)?,
+            shaped_out,
+            out_ids,
+        ];
+        fields.append(&mut ids);
+        let record = PyList::new(py, fields)?;
         self.log.bind(py).append(record)?;
         Ok(out)
     }
