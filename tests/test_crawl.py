@@ -820,3 +820,25 @@ def test_garbage_collection_state_is_restored() -> None:
     with pytest.raises(RuntimeError, match="boom"):
         crawl_module(Failing(), args=(x,))
     assert gc.get_freeze_count() == 0
+
+
+def test_the_compiled_path_stays_on_through_decompositions() -> None:
+    # Under inference_mode composite operators (linear) reach the mode, which re-enters itself to
+    # decompose them; the compiled path must stay installed until the analysis's own exit.
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+
+    seen: list[bool] = []
+
+    class Probe(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            mode = _get_current_dispatch_mode()
+            seen.append(mode is not None and "__torch_dispatch__" in vars(mode))
+            return x
+
+    model = nn.Sequential(nn.Linear(4, 4), Probe(), nn.Linear(4, 4), Probe())
+    with torch.inference_mode():
+        x = torch.randn(2, 4)
+        report = crawl_module(model, args=(x,))
+        assert seen == [True, True]
+        expected = torchscan.measure_flops(lambda: model(x))
+    assert _operator_view(dict(report)) == _operator_view(dict(expected))

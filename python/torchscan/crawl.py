@@ -1304,6 +1304,7 @@ def _crawl_counter_class() -> type:
 
         def __init__(self, counter: Any, *rest: Any) -> None:
             super().__init__(counter, *rest)
+            self._depth = 0
             self.__torch_dispatch__ = types.MethodType(  # type: ignore[method-assign]
                 _core.DispatchRecorder(
                     self._entries,
@@ -1318,7 +1319,14 @@ def _crawl_counter_class() -> type:
                 self,
             )
 
+        def __enter__(self) -> Any:
+            self._depth += 1  # the general path re-enters the mode to decompose an operator
+            return super().__enter__()
+
         def __exit__(self, *exc: Any) -> Any:
+            self._depth -= 1
+            if self._depth:
+                return super().__exit__(*exc)
             try:
                 return super().__exit__(*exc)
             finally:
