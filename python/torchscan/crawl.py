@@ -1325,13 +1325,12 @@ def _crawl_counter_class() -> type:
 
         def __exit__(self, *exc: Any) -> Any:
             self._depth -= 1
-            if self._depth:
-                return super().__exit__(*exc)
             try:
                 return super().__exit__(*exc)
             finally:
-                # The recorder refers back to the mode: unlinked, both are freed at once.
-                dispatch = self.__dict__.pop("__torch_dispatch__", None)
+                # At the outermost exit only. The recorder refers back to the mode: unlinked,
+                # both are freed at once.
+                dispatch = None if self._depth else self.__dict__.pop("__torch_dispatch__", None)
                 if dispatch is not None:
                     for entry, calls, uncounted in dispatch.__func__.tallies():
                         stats = self._stats_for(entry.name)
