@@ -792,26 +792,30 @@ def test_compiled_submodules_are_recorded_without_warnings() -> None:
     assert report["operator_flops"]["total"]["value"] == 2 * 4 * 8 * 8 + 2 * 4 * 8 * 2
 
 
-def test_garbage_collection_state_is_restored() -> None:
+def test_garbage_collection_is_paused_during_the_analysis_and_restored() -> None:
     import gc
 
-    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    seen: list[bool] = []
+
+    class Probe(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen.append(gc.isenabled())
+            return x + 1
+
     x = torch.randn(1, 4)
-    assert gc.get_freeze_count() == 0
-    crawl_module(model, args=(x,))
-    assert gc.get_freeze_count() == 0 and gc.isenabled()
-    # Objects the caller froze stay frozen; a disabled collector stays disabled.
-    gc.freeze()
+    assert gc.isenabled()
+    frozen = gc.get_freeze_count()
+    crawl_module(Probe(), args=(x,))
+    summary(Probe(), args=(x,))
+    assert seen == [False, False]
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    # A collector the caller turned off stays off.
+    gc.disable()
     try:
-        frozen = gc.get_freeze_count()
-        crawl_module(model, args=(x,))
-        assert gc.get_freeze_count() == frozen
-        gc.disable()
-        crawl_module(model, args=(x,))
-        assert not gc.isenabled() and gc.get_freeze_count() == frozen
+        crawl_module(Probe(), args=(x,))
+        assert not gc.isenabled()
     finally:
         gc.enable()
-        gc.unfreeze()
 
     class Failing(nn.Module):
         def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -819,7 +823,30 @@ def test_garbage_collection_state_is_restored() -> None:
 
     with pytest.raises(RuntimeError, match="boom"):
         crawl_module(Failing(), args=(x,))
-    assert gc.get_freeze_count() == 0
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+def test_objects_the_caller_froze_are_never_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    # gc.get_freeze_count walks every frozen object: a process that froze its start-up objects
+    # (a pre-forking server) paid tens of milliseconds per analysis for it.
+    import gc
+
+    counted: list[int] = []
+    real = gc.get_freeze_count
+
+    def counting() -> int:
+        counted.append(1)
+        return real()
+
+    monkeypatch.setattr(gc, "get_freeze_count", counting)
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    gc.freeze()
+    try:
+        crawl_module(model, args=(torch.randn(1, 4),))
+    finally:
+        gc.unfreeze()
+    assert counted == []
+    assert gc.isenabled()
 
 
 def test_the_compiled_path_stays_on_through_decompositions() -> None:

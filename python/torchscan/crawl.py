@@ -1127,23 +1127,25 @@ def _strict_check(report: AnalysisReport) -> None:
 
 
 @contextlib.contextmanager
-def _older_objects_frozen() -> Iterator[None]:
-    """Keep the objects that existed before out of full garbage collections for a while.
+def _collection_paused() -> Iterator[None]:
+    """Pause automatic garbage collection while an analysis runs, and resume it afterwards.
 
-    An analysis keeps a few objects per module call alive until its report is built; on a deep
-    model they trigger full collections, each of which would walk every object of the process
-    (PyTorch alone has hundreds of thousands). Frozen, the objects older than the analysis are
-    skipped by them and go back to the oldest generation afterwards. Nothing is done when the
-    collector is off or the caller froze objects of their own (``gc.freeze``).
+    An analysis allocates a few container objects per module call and per operator, which keep
+    triggering collections; past the youngest generation each of them walks every object of the
+    process (PyTorch alone has hundreds of thousands). The analysis's objects are freed by
+    reference counting (the call tree is unlinked once the report is built), so nothing is left
+    for a collection to find. A collector the caller turned off stays off. ``gc.freeze`` would
+    do too, but telling whether the caller froze objects of their own (``gc.get_freeze_count``)
+    walks every frozen object.
     """
-    if not gc.isenabled() or gc.get_freeze_count():
+    if not gc.isenabled():
         yield
         return
-    gc.freeze()
+    gc.disable()
     try:
         yield
     finally:
-        gc.unfreeze()
+        gc.enable()
 
 
 def crawl_module(
@@ -1167,7 +1169,7 @@ def crawl_module(
     :class:`~torchscan.IncompleteAnalysisError` (carrying the report) when a requested metric is
     partial or unavailable.
     """
-    with _older_objects_frozen():
+    with _collection_paused():
         report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
     if strict:
         _strict_check(report)
@@ -1206,7 +1208,7 @@ def summary(
     ):
         raise InvalidArgumentError(f"max_depth must be a non-negative integer, got {max_depth!r}")
     del receptive_field, effective_rf_stats
-    with _older_objects_frozen():
+    with _collection_paused():
         report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
     from .validation import format_summary
 
