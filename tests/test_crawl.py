@@ -411,18 +411,18 @@ def test_structure_mode_is_faster_than_full_mode() -> None:
     import time
 
     model = ResNet18()
-    x = torch.rand(1, 3, 64, 64)
-
-    def best(mode: str) -> float:
-        times = []
-        for _ in range(3):
+    # A small input, so that the analysis's own work (what structure mode leaves out) weighs.
+    x = torch.rand(1, 3, 32, 32)
+    best = {"structure": float("inf"), "full": float("inf")}
+    for mode in best:
+        crawl_module(model, args=(x,), mode=mode)
+    # Interleaved rounds and the fastest of each: the machine's speed drifts between calls.
+    for _ in range(9):
+        for mode in best:
             start = time.perf_counter()
             crawl_module(model, args=(x,), mode=mode)
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    best("structure")
-    assert best("structure") < best("full")
+            best[mode] = min(best[mode], time.perf_counter() - start)
+    assert best["structure"] < best["full"]
 
 
 def test_lstm_and_transformer_are_complete() -> None:
@@ -869,3 +869,75 @@ def test_the_compiled_path_stays_on_through_decompositions() -> None:
         assert seen == [True, True]
         expected = torchscan.measure_flops(lambda: model(x))
     assert _operator_view(dict(report)) == _operator_view(dict(expected))
+
+
+def test_the_module_walk_lists_what_pytorch_lists() -> None:
+    from torchscan.crawl import _all_named_modules
+
+    shared = nn.Linear(2, 2)
+
+    class OwnWalk(nn.Module):
+        """Lists its first child only (a class may decide what lies under it)."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.kept = nn.Sequential(nn.ReLU(), nn.Tanh())
+            self.hidden = nn.ReLU()
+
+        def named_modules(self, memo=None, prefix="", remove_duplicate=True):  # type: ignore[no-untyped-def]
+            yield prefix, self
+            yield from self.kept.named_modules(
+                memo, f"{prefix}.kept" if prefix else "kept", remove_duplicate
+            )
+
+    model = nn.Sequential(
+        shared,
+        nn.ModuleDict({"a": shared, "b": nn.ModuleList([nn.ReLU(), shared])}),
+        OwnWalk(),
+        nn.Sequential(nn.Sequential(nn.Identity())),
+    )
+    model.register_module("missing", None)
+    for root in (model, ResNet18(), OwnWalk(), nn.ReLU()):
+        expected = list(root.named_modules(remove_duplicate=False))
+        found = _all_named_modules(root)
+        assert [name for name, _ in found] == [name for name, _ in expected]
+        assert all(a is b for (_, a), (_, b) in zip(found, expected, strict=True))
+    names = [name for name, _ in _all_named_modules(model)]
+    assert names.count("0") == 1 and "1.a" in names and "1.b.1" in names
+    assert "2.hidden" not in names and "2.kept.1" in names and "missing" not in names
+
+
+def test_operators_run_through_the_dispatcher_only_with_tensors_where_tensors_go() -> None:
+    from torchscan.opflops.mode import _boxed_call
+
+    handle, positions = _boxed_call(torch.ops.aten.mul.Tensor)
+    assert handle is torch.ops.aten.mul.Tensor._handle and positions == (0, 1)
+    assert _boxed_call(torch.ops.aten.convolution.default)[1] == (0, 1, 2)
+    # A tensor only a keyword can give (``out``): always through the overload.
+    assert _boxed_call(torch.ops.aten.add.out) == (None, ())
+    assert _boxed_call(lambda: None) == (None, ())
+
+    class Scaled(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(3))
+            self.matrix = nn.Parameter(torch.ones(3, 3))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            # A number for a tensor (mul.Tensor's ``other``), parameters and a plain tensor.
+            return torch.mm((x * 2.0 + self.weight).relu(), self.matrix) * x
+
+    x = torch.randn(2, 3)
+    model = Scaled()
+    report = crawl_module(model, args=(x,))
+    with torch.no_grad():
+        expected = torchscan.measure_flops(lambda: model(x))["operator_flops"]
+    flops = report["operator_flops"]
+    assert flops["total"]["status"] == "complete"
+    assert flops["total"]["value"] == expected["total"]["value"] == 2 * 2 * 3 * 3
+    for section in ("counted", "excluded", "uncounted"):
+        assert [(r["operator"], r["calls"]) for r in flops[section]] == [  # type: ignore[literal-required]
+            (r["operator"], r["calls"])
+            for r in expected[section]  # type: ignore[literal-required]
+        ]
+    assert ("aten::mul", 2) in [(r["operator"], r["calls"]) for r in flops["excluded"]]

@@ -76,6 +76,8 @@ class DispatchRecorder:
         recorder: Any,
         log: list[Any],
         tensor: Any,
+        parameter: Any,
+        call_boxed: Any,
         counted: int,
         deferred: int,
         uncounted: int,

@@ -302,6 +302,36 @@ def _named_tensors(
     return parameters, buffers
 
 
+def _all_named_modules(model: Any) -> list[tuple[str, Any]]:
+    """``list(model.named_modules(remove_duplicate=False))``, walked without a generator per module.
+
+    A module reachable under several paths is listed under each. A class that defines its own
+    ``named_modules`` is asked for what lies under it, as PyTorch's walk would.
+    """
+    from torch import nn
+
+    walk = nn.Module.named_modules
+    found: list[tuple[str, Any]] = []
+    stack: list[tuple[str, Any]] = [("", model)]
+    while stack:
+        prefix, module = stack.pop()
+        if type(module).named_modules is not walk:
+            found.extend(module.named_modules(prefix=prefix, remove_duplicate=False))
+            continue
+        found.append((prefix, module))
+        children = module._modules
+        if children:
+            dot = f"{prefix}." if prefix else ""
+            stack.extend(
+                [
+                    (dot + name, child)
+                    for name, child in reversed(children.items())
+                    if child is not None
+                ]
+            )
+    return found
+
+
 def _distinct_storage(tensors: list[Any]) -> bool:
     """Whether no tensor is listed twice and no two view one storage (the usual case)."""
     if len({id(tensor) for tensor in tensors}) != len(tensors):
@@ -965,7 +995,7 @@ def _analyse(
     )
     flags_before = current_flags()
     # One walk of the module tree serves the hooks, the training flags and the storage totals.
-    named_modules = list(model.named_modules(remove_duplicate=False))
+    named_modules = _all_named_modules(model)
     recorder_modules = list({id(module): module for _, module in named_modules}.values())
     training = [module.training for module in recorder_modules]
     full = mode == "full"
@@ -1314,6 +1344,8 @@ def _crawl_counter_class() -> type:
                     counter._recorder,
                     counter._log,
                     torch.Tensor,
+                    torch.nn.Parameter,
+                    torch._C._dispatch_call_boxed,
                     COUNTED,
                     DEFERRED,
                     UNCOUNTED,

@@ -113,10 +113,12 @@ class Entry:
         "code",
         "exclusion",
         "formula",
+        "handle",
         "lean",
         "name",
         "on_shapes",
         "op",
+        "tensor_args",
         "user_formula",
     )
 
@@ -129,10 +131,17 @@ class Entry:
         user_formula: bool = False,
         exclusion: ExclusionClass | None = None,
         tensor_lists: bool = False,
+        handle: Any = None,
+        tensor_args: tuple[int, ...] = (),
     ) -> None:
         self.code = code
         self.name = name
         self.op = op
+        # The operator's dispatcher handle (``OpOverload._handle``), which a recorder may run it
+        # through with ``torch._C._dispatch_call_boxed`` (None: only through ``op``), and the
+        # positions of its tensor arguments: that call takes no number in place of a tensor.
+        self.handle = handle
+        self.tensor_args = tensor_args
         self.formula = formula
         self.user_formula = user_formula
         self.exclusion = exclusion
@@ -173,6 +182,26 @@ _COMPOSITE = torch._C.DispatchKey.CompositeImplicitAutograd
 
 # Whether an overload takes a list of tensors, by identity (overloads live as long as the process).
 _TENSOR_LISTS: dict[int, bool] = {}
+
+
+def _boxed_call(func: Any) -> tuple[Any, tuple[int, ...]]:
+    """``(handle, tensor argument positions)`` to run ``func`` by, or ``(None, ())``.
+
+    An operator whose tensor arguments are all positional can be run through its dispatcher
+    handle, once the caller has checked that each of those positions holds a tensor (the
+    dispatcher hands a number given for a tensor back as a number).
+    """
+    handle = getattr(func, "_handle", None)
+    schema = getattr(func, "_schema", None)
+    if handle is None or schema is None:
+        return None, ()
+    positions: list[int] = []
+    for index, argument in enumerate(schema.arguments):
+        if str(argument.type) in ("Tensor", "Optional[Tensor]"):
+            if argument.kwarg_only:
+                return None, ()
+            positions.append(index)
+    return handle, tuple(positions)
 
 
 def _takes_tensor_lists(func: Any) -> bool:
@@ -308,6 +337,7 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
             rule.user_formula,
             rule.exclusion,
             _takes_tensor_lists(func),
+            *_boxed_call(func),
         )
 
     def __torch_dispatch__(

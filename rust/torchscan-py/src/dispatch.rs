@@ -48,6 +48,11 @@ pub struct DispatchRecorder {
     log: Py<PyList>,
     /// `torch.Tensor`.
     tensor: Py<PyAny>,
+    /// `torch.nn.Parameter`: like `torch.Tensor`, it takes no part in `__torch_function__`.
+    parameter: Py<PyAny>,
+    /// `torch._C._dispatch_call_boxed(handle, *args, **kwargs)`: runs an operator through the
+    /// dispatcher straight away, without the argument checks of an overload's `_op`.
+    call_boxed: Py<PyAny>,
     /// Outcome codes of `torchscan.opflops.mode`: counted, deferred and uncounted.
     counted: i64,
     deferred: i64,
@@ -59,7 +64,9 @@ pub struct DispatchRecorder {
 #[pymethods]
 impl DispatchRecorder {
     #[new]
-    #[pyo3(signature = (entries, general, recorder, log, tensor, counted, deferred, uncounted))]
+    #[pyo3(signature = (
+        entries, general, recorder, log, tensor, parameter, call_boxed, counted, deferred, uncounted
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         entries: Py<PyDict>,
@@ -67,6 +74,8 @@ impl DispatchRecorder {
         recorder: Py<PyAny>,
         log: Py<PyList>,
         tensor: Py<PyAny>,
+        parameter: Py<PyAny>,
+        call_boxed: Py<PyAny>,
         counted: i64,
         deferred: i64,
         uncounted: i64,
@@ -77,6 +86,8 @@ impl DispatchRecorder {
             recorder,
             log,
             tensor,
+            parameter,
+            call_boxed,
             counted,
             deferred,
             uncounted,
@@ -154,8 +165,7 @@ impl DispatchRecorder {
             },
             None => None,
         };
-        let op = entry.getattr(intern!(py, "op"))?;
-        let out = op.call(positional, keywords.as_ref())?;
+        let out = self.run(py, &entry, positional, keywords.as_ref())?;
 
         let mut code: i64 = entry.getattr(intern!(py, "code"))?.extract()?;
         self.tally(&entry, code == self.uncounted)?;
@@ -228,6 +238,58 @@ impl DispatchRecorder {
 }
 
 impl DispatchRecorder {
+    /// Runs the operator of a lean call. When every tensor argument is a plain tensor or a
+    /// parameter (neither takes part in `__torch_function__`) and each position the schema
+    /// types as a tensor holds one (or `None`), the call goes to the dispatcher straight away
+    /// through the entry's `handle`; otherwise through its `op`, which also takes numbers for
+    /// tensors.
+    fn run<'py>(
+        &self,
+        py: Python<'py>,
+        entry: &Bound<'py, PyAny>,
+        positional: &Bound<'py, PyTuple>,
+        keywords: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let handle = entry.getattr(intern!(py, "handle"))?;
+        if !handle.is_none() && self.runs_boxed(py, entry, positional)? {
+            let mut items = Vec::with_capacity(positional.len() + 1);
+            items.push(handle);
+            items.extend(positional.iter());
+            return self
+                .call_boxed
+                .bind(py)
+                .call(PyTuple::new(py, items)?, keywords);
+        }
+        entry.getattr(intern!(py, "op"))?.call(positional, keywords)
+    }
+
+    /// Whether the arguments of a lean call can be given to the dispatcher as they are.
+    fn runs_boxed<'py>(
+        &self,
+        py: Python<'py>,
+        entry: &Bound<'py, PyAny>,
+        positional: &Bound<'py, PyTuple>,
+    ) -> PyResult<bool> {
+        let tensor = self.tensor.bind(py);
+        let plain = [tensor.as_ptr(), self.parameter.bind(py).as_ptr()];
+        for value in positional.iter() {
+            if !plain.contains(&value.get_type().as_ptr()) && value.is_instance(tensor)? {
+                return Ok(false); // a tensor subclass: the overload's own checks apply
+            }
+        }
+        let positions = entry.getattr(intern!(py, "tensor_args"))?;
+        for position in positions.cast::<PyTuple>()?.iter() {
+            let index: usize = position.extract()?;
+            if let Ok(value) = positional.get_item(index)
+                && !value.is_none()
+                && !plain.contains(&value.get_type().as_ptr())
+            {
+                return Ok(false); // a number where the schema wants a tensor
+            }
+        }
+        Ok(true)
+    }
+
     /// Counts one call of `entry` (and one uncounted call when `uncounted`).
     fn tally(&self, entry: &Bound<'_, PyAny>, uncounted: bool) -> PyResult<()> {
         let mut tallies = self
