@@ -145,8 +145,6 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
     Tensors, tuples, lists, dicts, dataclasses, named tuples, ``None`` and scalars (type only) are
     described; anything else by its type name.
     """
-    import torch
-
     if type(value) is TensorSpec:
         dtype_text = _DTYPE_NAMES.get(value.dtype)
         if dtype_text is None:
@@ -161,6 +159,8 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
             "device": device_text,
             "requires_grad": bool(value.requires_grad),
         }
+    import torch
+
     if isinstance(value, torch.Tensor):
         return {"kind": "tensor", **tensor_meta(value)}
     if value is None:

@@ -478,8 +478,20 @@ class _Forward:
         return types.MethodType(self.function, self.module) if self.method else self.function
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        recorder, module = self.recorder, self.module
-        recorder._open(module, self.path, self.depth)
+        # ``_Recorder._open`` and ``_post``, written out: this runs for every module call.
+        recorder, module, path = self.recorder, self.module, self.path
+        counts = recorder.call_counts
+        index = counts.get(path, 0)
+        counts[path] = index + 1
+        parent = recorder.top
+        call = _Call(path, index, self.depth, module, parent)
+        if parent is not None:
+            if parent.children:
+                parent.children.append(call)  # type: ignore[attr-defined]
+            else:
+                parent.children = [call]
+        recorder.calls.append(call)
+        recorder.top = call
         try:
             if self.method:
                 output = self.function(module, *args, **kwargs)
@@ -488,7 +500,20 @@ class _Forward:
         except BaseException:
             recorder._post(module, args, None)
             raise
-        recorder._post(module, args, output)
+        if recorder.top is not call:  # a call inside did not close: the general path
+            recorder._post(module, args, output)
+            return output
+        recorder.top = parent
+        tensor = recorder.tensor_type
+        if len(args) == 1 and isinstance(args[0], tensor):
+            call.inputs = (TensorSpec(args[0]),)
+        else:
+            call.inputs = freeze(args)
+        call.output = TensorSpec(output) if isinstance(output, tensor) else freeze(output)
+        call.finished = True
+        recorder.closed.append(call)
+        if recorder.log is not None:
+            recorder.log.append(call)
         return output
 
 
@@ -516,6 +541,9 @@ class _Recorder:
         self.closed: list[_Call] = []
         self.top: _Call | None = None
         self.call_counts: dict[str, int] = {}
+        import torch
+
+        self.tensor_type = torch.Tensor
         self.handles: list[Any] = []
         self.wrapped: list[_Forward] = []
         # The forward's events in order, for the receptive fields (full mode only): closed calls
