@@ -15,7 +15,7 @@ DEPS_STAMP := $(VENV)/.torchscan-deps
 EXT_STAMP := $(VENV)/.torchscan-extension
 RUST_SOURCES := Cargo.toml Cargo.lock $(shell find rust -type f \( -name '*.rs' -o -name 'Cargo.toml' -o -name '*.j2' \) 2>/dev/null)
 
-.PHONY: demo test lint rust-test python-test browser build schema clean
+.PHONY: demo test lint rust-test python-test browser build bytecode schema clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,9 +31,15 @@ $(EXT_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)
 	$(PY) -m maturin develop --release --skip-install
 	touch $@
 
-build: $(EXT_STAMP)
+# The editable install reads the package from python/: its bytecode is written here, as an
+# installer writes it for a wheel (also where PYTHONDONTWRITEBYTECODE is set, which would
+# otherwise compile every module again at each import). Files already up to date are skipped.
+bytecode: $(EXT_STAMP)
+	$(PY) -m compileall -q python/torchscan
 
-demo: $(EXT_STAMP)
+build: $(EXT_STAMP) bytecode
+
+demo: $(EXT_STAMP) bytecode
 	$(PY) -m torchscan demo
 
 lint: $(EXT_STAMP)
@@ -65,7 +71,7 @@ browser:
 		fi; \
 	}
 
-python-test: $(EXT_STAMP) browser
+python-test: $(EXT_STAMP) bytecode browser
 	$(PY) -m pytest
 
 test: lint rust-test python-test
@@ -77,3 +83,4 @@ schema:
 clean:
 	cargo clean
 	rm -rf $(VENV) python/torchscan/_core*.so
+	find python -name __pycache__ -type d -prune -exec rm -rf {} +
