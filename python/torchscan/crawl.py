@@ -478,20 +478,9 @@ class _Forward:
         return types.MethodType(self.function, self.module) if self.method else self.function
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        # ``_Recorder._open`` and ``_post``, written out: this runs for every module call.
-        recorder, module, path = self.recorder, self.module, self.path
-        counts = recorder.call_counts
-        index = counts.get(path, 0)
-        counts[path] = index + 1
-        parent = recorder.top
-        call = _Call(path, index, self.depth, module, parent)
-        if parent is not None:
-            if parent.children:
-                parent.children.append(call)  # type: ignore[attr-defined]
-            else:
-                parent.children = [call]
-        recorder.calls.append(call)
-        recorder.top = call
+        recorder, module = self.recorder, self.module
+        call = recorder._open(module, self.path, self.depth)
+        parent = call.parent
         try:
             if self.method:
                 output = self.function(module, *args, **kwargs)
@@ -500,6 +489,7 @@ class _Forward:
         except BaseException:
             recorder._post(module, args, None)
             raise
+        # ``_Recorder._post``, written out for the usual case: this runs for every module call.
         if recorder.top is not call:  # a call inside did not close: the general path
             recorder._post(module, args, output)
             return output
@@ -597,7 +587,7 @@ class _Recorder:
         if id(module) in self.paths:
             self._post(module, inputs, output)
 
-    def _open(self, module: Any, path: str, depth: int) -> None:
+    def _open(self, module: Any, path: str, depth: int) -> _Call:
         index = self.call_counts.get(path, 0)
         self.call_counts[path] = index + 1
         parent = self.top
@@ -609,6 +599,7 @@ class _Recorder:
                 parent.children = [call]
         self.calls.append(call)
         self.top = call
+        return call
 
     def _post(self, module: Any, inputs: tuple[Any, ...], output: Any) -> None:
         # Also runs when forward raised; the stack stays consistent.
