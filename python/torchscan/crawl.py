@@ -479,8 +479,7 @@ class _Forward:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         recorder, module = self.recorder, self.module
-        call = recorder._open(module, self.path, self.depth)
-        parent = call.parent
+        recorder._open(module, self.path, self.depth)
         try:
             if self.method:
                 output = self.function(module, *args, **kwargs)
@@ -489,21 +488,7 @@ class _Forward:
         except BaseException:
             recorder._post(module, args, None)
             raise
-        # ``_Recorder._post``, written out for the usual case: this runs for every module call.
-        if recorder.top is not call:  # a call inside did not close: the general path
-            recorder._post(module, args, output)
-            return output
-        recorder.top = parent
-        tensor = recorder.tensor_type
-        if len(args) == 1 and isinstance(args[0], tensor):
-            call.inputs = (TensorSpec(args[0]),)
-        else:
-            call.inputs = freeze(args)
-        call.output = TensorSpec(output) if isinstance(output, tensor) else freeze(output)
-        call.finished = True
-        recorder.closed.append(call)
-        if recorder.log is not None:
-            recorder.log.append(call)
+        recorder._post(module, args, output)
         return output
 
 
@@ -587,7 +572,7 @@ class _Recorder:
         if id(module) in self.paths:
             self._post(module, inputs, output)
 
-    def _open(self, module: Any, path: str, depth: int) -> _Call:
+    def _open(self, module: Any, path: str, depth: int) -> None:
         index = self.call_counts.get(path, 0)
         self.call_counts[path] = index + 1
         parent = self.top
@@ -599,7 +584,6 @@ class _Recorder:
                 parent.children = [call]
         self.calls.append(call)
         self.top = call
-        return call
 
     def _post(self, module: Any, inputs: tuple[Any, ...], output: Any) -> None:
         # Also runs when forward raised; the stack stays consistent.
@@ -609,8 +593,13 @@ class _Recorder:
         if call is None:
             return
         self.top = call.parent
-        call.inputs = freeze(inputs)
-        call.output = freeze(output)
+        # A lone input tensor and a tensor output, the usual case, are frozen directly.
+        tensor = self.tensor_type
+        if len(inputs) == 1 and isinstance(inputs[0], tensor):
+            call.inputs = (TensorSpec(inputs[0]),)
+        else:
+            call.inputs = freeze(inputs)
+        call.output = TensorSpec(output) if isinstance(output, tensor) else freeze(output)
         call.finished = True
         self.closed.append(call)
         if self.log is not None:
