@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from collections import namedtuple
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 import torch
@@ -941,3 +942,81 @@ def test_operators_run_through_the_dispatcher_only_with_tensors_where_tensors_go
             for r in expected[section]  # type: ignore[literal-required]
         ]
     assert ("aten::mul", 2) in [(r["operator"], r["calls"]) for r in flops["excluded"]]
+
+
+def test_direct_bindings_reach_their_own_overload_and_skip_function_modes() -> None:
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from torchscan.opflops.mode import _boxed_call, _direct_bindings
+
+    aten = torch.ops.aten
+    x4, w, b = torch.randn(1, 2, 4, 4), torch.randn(3, 2, 3, 3), torch.randn(3)
+    c2, m = torch.randn(2), torch.randn(2, 3)
+    # Each overload's arguments, as the dispatcher hands them to a mode.
+    calls: dict[Any, tuple[tuple[Any, ...], dict[str, Any]]] = {
+        aten.convolution.default: ((x4, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {}),
+        aten.native_batch_norm.default: ((x4, c2, None, c2, c2 + 1, False, 0.1, 1e-5), {}),
+        aten.native_layer_norm.default: ((m, [3], None, torch.ones(3), 1e-5), {}),
+        aten.relu.default: ((m,), {}),
+        aten.relu_.default: ((m.clone(),), {}),
+        aten.sigmoid.default: ((m,), {}),
+        aten.tanh.default: ((m,), {}),
+        aten.gelu.default: ((m,), {"approximate": "tanh"}),
+        aten.add.Tensor: ((m, torch.tensor(2.0)), {"alpha": 3}),
+        aten.add_.Tensor: ((m.clone(), m), {}),
+        aten.mul.Tensor: ((m, m), {}),
+        aten.addmm.default: ((b, m, torch.randn(3, 3)), {"beta": 2}),
+        aten.mm.default: ((m, m.t()), {}),
+        aten.bmm.default: ((m[None], m.t()[None]), {}),
+        aten.max_pool2d_with_indices.default: ((x4, [3, 3], [2, 2], [1, 1], [1, 1], False), {}),
+        aten.mean.dim: ((x4, [-1, -2], True), {}),
+        aten._softmax.default: ((m, 1, False), {}),
+        aten.view.default: ((m, [3, 2]), {}),
+        aten.t.default: ((m,), {}),
+    }
+    assert set(calls) == set(_direct_bindings())
+
+    class Seen(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.funcs: list[Any] = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.funcs.append(func)
+            return func(*args, **(kwargs or {}))
+
+    for overload, binding in _direct_bindings().items():
+        assert _boxed_call(overload)[0] is not None, overload
+        args, kwargs = calls[overload]
+        with Seen() as seen:
+            got = binding(*args, **kwargs)
+        assert seen.funcs == [overload], overload
+        expected = overload(*args, **kwargs)
+        for a, e in zip(
+            got if isinstance(got, tuple) else (got,),
+            expected if isinstance(expected, tuple) else (expected,),
+            strict=True,
+        ):
+            assert torch.equal(a, e), overload
+
+    # A forward that runs an operator below the function API while a ``__torch_function__`` mode
+    # is active: the analysis must not hand that mode a call the model never made.
+    class Functions(TorchFunctionMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.names: list[str] = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            self.names.append(getattr(func, "__name__", str(func)))
+            return func(*args, **(kwargs or {}))
+
+    class Below(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return aten.relu.default(aten.mm.default(x, x))
+
+    x = torch.randn(3, 3)
+    with Functions() as functions:
+        report = crawl_module(Below(), args=(x,))
+    assert "relu" not in functions.names and "mm" not in functions.names
+    assert report["operator_flops"]["total"]["value"] == 2 * 3 * 3 * 3

@@ -78,6 +78,7 @@ class DispatchRecorder:
         tensor: Any,
         parameter: Any,
         call_boxed: Any,
+        function_modes: Any,
         counted: int,
         deferred: int,
         uncounted: int,

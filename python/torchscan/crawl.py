@@ -1354,6 +1354,7 @@ def _crawl_counter_class() -> type:
                     torch.Tensor,
                     torch.nn.Parameter,
                     torch._C._dispatch_call_boxed,
+                    torch._C._len_torch_function_stack,
                     COUNTED,
                     DEFERRED,
                     UNCOUNTED,

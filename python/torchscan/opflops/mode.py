@@ -17,6 +17,7 @@ markers (``profiler::_record_function_enter_new``, emitted by optimizers), which
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
@@ -111,6 +112,7 @@ class Entry:
 
     __slots__ = (
         "code",
+        "direct",
         "exclusion",
         "formula",
         "handle",
@@ -133,6 +135,7 @@ class Entry:
         tensor_lists: bool = False,
         handle: Any = None,
         tensor_args: tuple[int, ...] = (),
+        direct: Callable[..., Any] | None = None,
     ) -> None:
         self.code = code
         self.name = name
@@ -142,6 +145,10 @@ class Entry:
         # positions of its tensor arguments: that call takes no number in place of a tensor.
         self.handle = handle
         self.tensor_args = tensor_args
+        # A Python binding of the operator that takes those same arguments to this very overload
+        # (see ``_direct_binding``): cheaper to call than the boxed call, which parses every
+        # argument against the schema.
+        self.direct = direct if handle is not None else None
         self.formula = formula
         self.user_formula = user_formula
         self.exclusion = exclusion
@@ -202,6 +209,47 @@ def _boxed_call(func: Any) -> tuple[Any, tuple[int, ...]]:
                 return None, ()
             positions.append(index)
     return handle, tuple(positions)
+
+
+@functools.cache
+def _direct_bindings() -> dict[Any, Callable[..., Any]]:
+    """Overloads with a Python binding that resolves to that very overload.
+
+    Given the overload's arguments as the dispatcher hands them to a mode (a tensor, or None
+    where the schema allows it, in every tensor position; keyword-only arguments by name), each
+    binding below has one signature they fit, which calls this overload and nothing else: no
+    argument parser picks another overload for numbers in tensor positions, since there are
+    none. Bindings run ``__torch_function__`` modes, so a recorder calls them only while none is
+    active. ``tests/test_crawl.py`` checks each one reaches its overload.
+    """
+    aten = torch.ops.aten
+    nn_functions: Any = torch._C._nn
+    return {
+        aten.convolution.default: torch.convolution,
+        aten.native_batch_norm.default: torch.native_batch_norm,
+        aten.native_layer_norm.default: torch.native_layer_norm,
+        aten.relu.default: torch.relu,
+        aten.relu_.default: torch.relu_,
+        aten.sigmoid.default: torch.sigmoid,
+        aten.tanh.default: torch.tanh,
+        aten.gelu.default: nn_functions.gelu,
+        aten.add.Tensor: torch.add,
+        aten.add_.Tensor: torch.Tensor.add_,
+        aten.mul.Tensor: torch.mul,
+        aten.addmm.default: torch.addmm,
+        aten.mm.default: torch.mm,
+        aten.bmm.default: torch.bmm,
+        aten.max_pool2d_with_indices.default: nn_functions.max_pool2d_with_indices,
+        aten.mean.dim: torch.mean,
+        aten._softmax.default: torch._softmax,
+        aten.view.default: torch.Tensor.view,
+        aten.t.default: torch.t,
+    }
+
+
+def _direct_binding(func: Any) -> Callable[..., Any] | None:
+    """The binding of ``_direct_bindings`` for ``func``, or None."""
+    return _direct_bindings().get(func)
 
 
 def _takes_tensor_lists(func: Any) -> bool:
@@ -338,6 +386,7 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
             rule.exclusion,
             _takes_tensor_lists(func),
             *_boxed_call(func),
+            _direct_binding(func),
         )
 
     def __torch_dispatch__(

@@ -53,6 +53,9 @@ pub struct DispatchRecorder {
     /// `torch._C._dispatch_call_boxed(handle, *args, **kwargs)`: runs an operator through the
     /// dispatcher straight away, without the argument checks of an overload's `_op`.
     call_boxed: Py<PyAny>,
+    /// `torch._C._len_torch_function_stack()`: an entry's `direct` binding is called only while
+    /// no `__torch_function__` mode is active, which it would otherwise hand the call to.
+    function_modes: Py<PyAny>,
     /// Outcome codes of `torchscan.opflops.mode`: counted, deferred and uncounted.
     counted: i64,
     deferred: i64,
@@ -65,7 +68,17 @@ pub struct DispatchRecorder {
 impl DispatchRecorder {
     #[new]
     #[pyo3(signature = (
-        entries, general, recorder, log, tensor, parameter, call_boxed, counted, deferred, uncounted
+        entries,
+        general,
+        recorder,
+        log,
+        tensor,
+        parameter,
+        call_boxed,
+        function_modes,
+        counted,
+        deferred,
+        uncounted
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -76,6 +89,7 @@ impl DispatchRecorder {
         tensor: Py<PyAny>,
         parameter: Py<PyAny>,
         call_boxed: Py<PyAny>,
+        function_modes: Py<PyAny>,
         counted: i64,
         deferred: i64,
         uncounted: i64,
@@ -88,6 +102,7 @@ impl DispatchRecorder {
             tensor,
             parameter,
             call_boxed,
+            function_modes,
             counted,
             deferred,
             uncounted,
@@ -240,9 +255,9 @@ impl DispatchRecorder {
 impl DispatchRecorder {
     /// Runs the operator of a lean call. When every tensor argument is a plain tensor or a
     /// parameter (neither takes part in `__torch_function__`) and each position the schema
-    /// types as a tensor holds one (or `None`), the call goes to the dispatcher straight away
-    /// through the entry's `handle`; otherwise through its `op`, which also takes numbers for
-    /// tensors.
+    /// types as a tensor holds one (or `None`), the call goes to the entry's `direct` binding
+    /// (while no `__torch_function__` mode is active) or to the dispatcher straight away
+    /// through its `handle`; otherwise through its `op`, which also takes numbers for tensors.
     fn run<'py>(
         &self,
         py: Python<'py>,
@@ -252,6 +267,10 @@ impl DispatchRecorder {
     ) -> PyResult<Bound<'py, PyAny>> {
         let handle = entry.getattr(intern!(py, "handle"))?;
         if !handle.is_none() && self.runs_boxed(py, entry, positional)? {
+            let direct = entry.getattr(intern!(py, "direct"))?;
+            if !direct.is_none() && self.function_modes.bind(py).call0()?.extract::<usize>()? == 0 {
+                return direct.call(positional, keywords);
+            }
             let mut items = Vec::with_capacity(positional.len() + 1);
             items.push(handle);
             items.extend(positional.iter());
