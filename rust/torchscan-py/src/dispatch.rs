@@ -67,19 +67,6 @@ pub struct DispatchRecorder {
 #[pymethods]
 impl DispatchRecorder {
     #[new]
-    #[pyo3(signature = (
-        entries,
-        general,
-        recorder,
-        log,
-        tensor,
-        parameter,
-        call_boxed,
-        function_modes,
-        counted,
-        deferred,
-        uncounted
-    ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         entries: Py<PyDict>,
