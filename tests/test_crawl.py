@@ -956,7 +956,7 @@ def test_direct_bindings_reach_their_own_overload_and_skip_function_modes() -> N
     # Each overload's arguments, as the dispatcher hands them to a mode.
     calls: dict[Any, tuple[tuple[Any, ...], dict[str, Any]]] = {
         aten.convolution.default: ((x4, w, b, [1, 1], [1, 1], [1, 1], False, [0, 0], 1), {}),
-        aten.native_batch_norm.default: ((x4, c2, None, c2, c2 + 1, False, 0.1, 1e-5), {}),
+        aten.native_batch_norm.default: ((x4, c2, None, c2, c2.abs() + 1, False, 0.1, 1e-5), {}),
         aten.native_layer_norm.default: ((m, [3], None, torch.ones(3), 1e-5), {}),
         aten.relu.default: ((m,), {}),
         aten.relu_.default: ((m.clone(),), {}),

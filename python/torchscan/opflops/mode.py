@@ -146,7 +146,7 @@ class Entry:
         self.handle = handle
         self.tensor_args = tensor_args
         # A Python binding of the operator that takes those same arguments to this very overload
-        # (see ``_direct_binding``): cheaper to call than the boxed call, which parses every
+        # (see ``_direct_bindings``): cheaper to call than the boxed call, which parses every
         # argument against the schema.
         self.direct = direct if handle is not None else None
         self.formula = formula
@@ -245,11 +245,6 @@ def _direct_bindings() -> dict[Any, Callable[..., Any]]:
         aten.view.default: torch.Tensor.view,
         aten.t.default: torch.t,
     }
-
-
-def _direct_binding(func: Any) -> Callable[..., Any] | None:
-    """The binding of ``_direct_bindings`` for ``func``, or None."""
-    return _direct_bindings().get(func)
 
 
 def _takes_tensor_lists(func: Any) -> bool:
@@ -386,7 +381,7 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
             rule.exclusion,
             _takes_tensor_lists(func),
             *_boxed_call(func),
-            _direct_binding(func),
+            _direct_bindings().get(func),
         )
 
     def __torch_dispatch__(
