@@ -586,6 +586,29 @@ def test_the_analysis_mode_leaves_nothing_behind() -> None:
         gc.enable()
 
 
+def test_a_recorder_left_wrapped_is_collected_with_its_model() -> None:
+    import gc
+    import weakref
+
+    from torchscan import crawl as crawl_internals
+
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    recorder = crawl_internals._Recorder(crawl_internals._all_named_modules(model), [])
+    recorder.__enter__()  # never closed: each module's forward refers back to the module
+    assert type(model[0].__dict__["forward"]).__name__ == "ModuleForward"
+    model(torch.ones(1, 2))
+    recorder.collect()
+    assert [(call.path, call.call_index) for call in recorder.closed] == [
+        ("0", 0),
+        ("1", 0),
+        ("", 0),
+    ]
+    ref = weakref.ref(model)
+    del model, recorder
+    gc.collect()
+    assert ref() is None  # the cycle goes through compiled objects, which the collector sees
+
+
 @pytest.mark.parametrize("make", [_resnet, _lstm], ids=["resnet18", "lstm"])
 def test_operator_flops_by_module_match_a_counter_tracking_the_modules(make: object) -> None:
     assert callable(make)

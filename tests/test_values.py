@@ -66,6 +66,32 @@ def test_tensor_spec_answers_like_the_tensor() -> None:
     assert TensorSpec(torch.tensor(1.0)).numel() == 1
     assert spec.ident == id(tensor)
     assert (spec.dtype, spec.device, spec.requires_grad) == (torch.float32, tensor.device, False)
+    assert repr(spec) == (
+        "TensorSpec(shape=[2, 3, 4], dtype=torch.float32, device=cpu, requires_grad=False)"
+    )
+
+
+def test_tensor_spec_keeps_no_reference_to_the_tensor() -> None:
+    import weakref
+
+    tensor = torch.randn(5, requires_grad=True)
+    ref = weakref.ref(tensor)
+    spec = TensorSpec(tensor)
+    del tensor
+    assert ref() is None
+    assert spec.requires_grad is True and spec.shape == torch.Size([5])
+
+
+def test_tensor_spec_counts_elements_exactly_beyond_64_bits() -> None:
+    from types import SimpleNamespace
+
+    huge = SimpleNamespace(
+        shape=torch.Size([2**40, 2**40, 3]), dtype=torch.float32, device="meta", requires_grad=0
+    )
+    spec = TensorSpec(huge)
+    assert spec.numel() == 3 * 2**80
+    assert spec.requires_grad is False
+    assert TensorSpec(torch.empty(0, 7)).numel() == 0
 
 
 def test_packed_sequence_stays_a_packed_sequence_for_the_formulas() -> None:

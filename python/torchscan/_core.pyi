@@ -5,9 +5,12 @@ from typing import Any, final
 __all__ = [
     "READABLE_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
+    "CallRecorder",
     "CoreCompareError",
     "CoreValidationError",
     "DispatchRecorder",
+    "ModuleForward",
+    "TensorSpec",
     "__version__",
     "block_timing",
     "cli_main",
@@ -73,7 +76,7 @@ class DispatchRecorder:
         cls,
         entries: dict[int, Any],
         general: Any,
-        recorder: Any,
+        recorder: CallRecorder,
         log: list[Any],
         tensor: Any,
         parameter: Any,
@@ -92,3 +95,64 @@ class DispatchRecorder:
         kwargs: Any = None,
     ) -> Any: ...
     def tallies(self) -> list[tuple[Any, int, int]]: ...
+
+@final
+class TensorSpec:
+    """What a formula or a report needs of a tensor, taken when it is seen: never its values."""
+
+    def __new__(cls, tensor: Any) -> TensorSpec: ...
+    @property
+    def shape(self) -> Any: ...
+    @property
+    def dtype(self) -> Any: ...
+    @property
+    def device(self) -> Any: ...
+    @property
+    def requires_grad(self) -> bool: ...
+    @property
+    def ident(self) -> int: ...
+    @property
+    def ndim(self) -> int: ...
+    def dim(self) -> int: ...
+    def numel(self) -> int: ...
+
+@final
+class CallRecorder:
+    """Records the module calls of one forward (``torchscan.crawl``)."""
+
+    def __new__(
+        cls,
+        modules: list[tuple[Any, str, int]],
+        log: list[Any] | None,
+        tensor: Any,
+        freeze: Any,
+    ) -> CallRecorder: ...
+    @property
+    def top(self) -> int | None: ...
+    def enter(self, index: int) -> None: ...
+    @staticmethod
+    def leave(recorder: CallRecorder, module: Any, inputs: Any, output: Any) -> None: ...
+    def records(
+        self,
+    ) -> tuple[list[tuple[Any, str, int, int, int | None, Any, Any, bool]], list[int]]: ...
+
+@final
+class ModuleForward:
+    """A module's ``forward`` while ``torchscan.crawl`` records it."""
+
+    def __new__(
+        cls,
+        recorder: CallRecorder,
+        index: int,
+        module: Any,
+        function: Any,
+        method: bool,
+        previous: Any,
+    ) -> ModuleForward: ...
+    @property
+    def module(self) -> Any: ...
+    @property
+    def previous(self) -> Any: ...
+    @property
+    def __wrapped__(self) -> Any: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...

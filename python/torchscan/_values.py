@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from math import prod
 from typing import Any
 
+from ._core import TensorSpec
 from .reports import NamedValueMeta, TensorMeta, ValueMeta
 
 __all__ = ["TensorSpec", "describe", "dtype_name", "freeze", "iter_tensors", "tensor_meta"]
@@ -41,37 +41,6 @@ def tensor_meta(tensor: Any) -> TensorMeta:
         "device": device_text,
         "requires_grad": bool(tensor.requires_grad),
     }
-
-
-class TensorSpec:
-    """What a formula or a report needs of a tensor, taken when it is seen: never its values.
-
-    Shape, dtype, device, ``requires_grad`` and the identity (``id``) the tensor had, so the
-    analysis of a forward can keep this instead of the tensor. ``shape``, ``ndim``, ``dim()``
-    and ``numel()`` answer as the tensor did.
-    """
-
-    __slots__ = ("device", "dtype", "ident", "requires_grad", "shape")
-
-    def __init__(self, tensor: Any) -> None:
-        self.shape = tensor.shape
-        self.dtype = tensor.dtype
-        self.device = tensor.device
-        self.requires_grad = tensor.requires_grad
-        self.ident = id(tensor)
-
-    @property
-    def ndim(self) -> int:
-        """Number of dimensions."""
-        return len(self.shape)
-
-    def dim(self) -> int:
-        """Number of dimensions."""
-        return len(self.shape)
-
-    def numel(self) -> int:
-        """Number of elements."""
-        return int(prod(self.shape))
 
 
 class _FrozenRecord:

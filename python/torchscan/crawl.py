@@ -451,79 +451,47 @@ def _needs_hooks(modules: Iterable[Any]) -> bool:
     return False
 
 
-class _Forward:
-    """A module's ``forward`` while it is recorded: opens a call, runs the real one, closes it.
-
-    ``__wrapped__`` is the real forward, so ``inspect.signature`` sees its parameters. The
-    class's function is kept with the module rather than a bound method, and ``previous`` is
-    what the instance held before (``_NO_FORWARD`` for nothing).
-    """
-
-    __slots__ = ("depth", "function", "method", "module", "path", "previous", "recorder")
-
-    def __init__(self, module: Any, recorder: _Recorder, path: str, depth: int) -> None:
-        self.previous = module.__dict__.get("forward", _NO_FORWARD)
-        inner = module.forward  # the bound method, or a forward already set on the instance
-        # A plain method is called as its function with the module: nothing bound is kept.
-        self.method = type(inner) is types.MethodType and inner.__self__ is module
-        self.function = inner.__func__ if self.method else inner
-        self.recorder = recorder
-        self.module = module
-        self.path = path
-        self.depth = depth
-
-    @property
-    def __wrapped__(self) -> Any:
-        """The real forward."""
-        return types.MethodType(self.function, self.module) if self.method else self.function
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        recorder, module = self.recorder, self.module
-        recorder._open(module, self.path, self.depth)
-        try:
-            if self.method:
-                output = self.function(module, *args, **kwargs)
-            else:
-                output = self.function(*args, **kwargs)
-        except BaseException:
-            recorder._post(module, args, None)
-            raise
-        recorder._post(module, args, output)
-        return output
-
-
 class _Recorder:
     """Records every module call of one forward: the call tree, with frozen inputs and outputs.
 
-    Each module's ``forward`` is wrapped for the duration (the instance attribute is set and then
-    restored): the wrappers cost a fraction of PyTorch's hook machinery and, like the absence of
-    hooks, leave PyTorch's fused inference paths on. Models holding modules
-    that cannot be wrapped (scripted, replicated or compiled) get two process-wide forward hooks
-    instead, filtered to the model's modules. Either way the call records the positional
-    arguments its ``forward`` received and what it returned, also when it raised.
+    The recording itself is compiled (``_core.CallRecorder``): it runs between the forward's
+    kernels, where little of it is still in the processor's caches. Each module's ``forward`` is
+    replaced for the duration by a ``_core.ModuleForward`` (the instance attribute is set and
+    then restored): it costs a fraction of PyTorch's hook machinery and, like the absence of
+    hooks, leaves PyTorch's fused inference paths on. Models holding modules that cannot be
+    wrapped (scripted, replicated or compiled) get two process-wide forward hooks instead,
+    filtered to the model's modules. Either way the call records the positional arguments its
+    ``forward`` received and what it returned, also when it raised. ``collect`` builds the call
+    tree once the forward is over.
     """
 
     def __init__(self, named_modules: list[tuple[str, Any]], log: list[Any] | None) -> None:
+        import torch
+
         # A module reachable under several paths is recorded under the first.
-        self.paths: dict[int, tuple[str, int]] = {}
+        self.positions: dict[int, int] = {}
         self.modules: list[Any] = []
+        known: list[tuple[Any, str, int]] = []
         for path, module in named_modules:
-            if id(module) not in self.paths:
-                self.paths[id(module)] = (path, 0 if path == "" else path.count(".") + 1)
+            if id(module) not in self.positions:
+                self.positions[id(module)] = len(self.modules)
                 self.modules.append(module)
+                known.append((module, path, 0 if path == "" else path.count(".") + 1))
+        # The forward's events in order, for the receptive fields (full mode only): the
+        # positions of the calls as they close and the operators' tensor births (see the crawl
+        # counter's ``_after``); ``collect`` puts the calls in place of their positions.
+        self.log = log
+        self.core = _core.CallRecorder(known, log, torch.Tensor, freeze)
         self.calls: list[_Call] = []
         # Calls in the order they closed: children before their parent.
         self.closed: list[_Call] = []
-        self.top: _Call | None = None
-        self.call_counts: dict[str, int] = {}
-        import torch
-
-        self.tensor_type = torch.Tensor
         self.handles: list[Any] = []
-        self.wrapped: list[_Forward] = []
-        # The forward's events in order, for the receptive fields (full mode only): closed calls
-        # and the operators' tensor births (see the crawl counter's ``_after``).
-        self.log = log
+        self.wrapped: list[Any] = []
+
+    @property
+    def top(self) -> int | None:
+        """Position of the innermost open call (``None`` outside every call)."""
+        return self.core.top
 
     def __enter__(self) -> _Recorder:
         try:
@@ -535,8 +503,8 @@ class _Recorder:
                     torch_module.register_module_forward_hook(self._post_hook, always_call=True)
                 )
             else:
-                for module in self.modules:
-                    self._wrap(module)
+                for position, module in enumerate(self.modules):
+                    self._wrap(position, module)
         except BaseException:
             self.close()
             raise
@@ -557,53 +525,51 @@ class _Recorder:
                 module.__dict__["forward"] = previous
         self.wrapped.clear()
 
-    def _wrap(self, module: Any) -> None:
-        path, depth = self.paths[id(module)]
-        forward = _Forward(module, self, path, depth)
+    def _wrap(self, position: int, module: Any) -> None:
+        previous = module.__dict__.get("forward", _NO_FORWARD)
+        inner = module.forward  # the bound method, or a forward already set on the instance
+        # A plain method is called as its function with the module: nothing bound is kept.
+        method = type(inner) is types.MethodType and inner.__self__ is module
+        forward = _core.ModuleForward(
+            self.core, position, module, inner.__func__ if method else inner, method, previous
+        )
         self.wrapped.append(forward)
         module.__dict__["forward"] = forward
 
     def _pre(self, module: Any, inputs: tuple[Any, ...]) -> None:
-        known = self.paths.get(id(module))
-        if known is not None:  # else a module of another model, or not reachable from this one
-            self._open(module, known[0], known[1])
+        position = self.positions.get(id(module))
+        if position is not None:  # else a module of another model, or not reachable from this one
+            self.core.enter(position)
 
     def _post_hook(self, module: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        if id(module) in self.paths:
-            self._post(module, inputs, output)
+        if id(module) in self.positions:
+            _core.CallRecorder.leave(self.core, module, inputs, output)
 
-    def _open(self, module: Any, path: str, depth: int) -> None:
-        index = self.call_counts.get(path, 0)
-        self.call_counts[path] = index + 1
-        parent = self.top
-        call = _Call(path, index, depth, module, parent)
-        if parent is not None:
-            if parent.children:
-                parent.children.append(call)  # type: ignore[attr-defined]
+    def collect(self) -> None:
+        """Build the call tree from the records; in the log, calls replace their positions."""
+        records, closed = self.core.records()
+        calls = self.calls
+        for module, path, depth, call_index, parent, inputs, output, finished in records:
+            if parent is None:
+                call = _Call(path, call_index, depth, module, None)
             else:
-                parent.children = [call]
-        self.calls.append(call)
-        self.top = call
-
-    def _post(self, module: Any, inputs: tuple[Any, ...], output: Any) -> None:
-        # Also runs when forward raised; the stack stays consistent.
-        call = self.top
-        while call is not None and call.module is not module:
-            call = call.parent
-        if call is None:
-            return
-        self.top = call.parent
-        # A lone input tensor and a tensor output, the usual case, are frozen directly.
-        tensor = self.tensor_type
-        if len(inputs) == 1 and isinstance(inputs[0], tensor):
-            call.inputs = (TensorSpec(inputs[0]),)
-        else:
-            call.inputs = freeze(inputs)
-        call.output = TensorSpec(output) if isinstance(output, tensor) else freeze(output)
-        call.finished = True
-        self.closed.append(call)
-        if self.log is not None:
-            self.log.append(call)
+                above = calls[parent]
+                call = _Call(path, call_index, depth, module, above)
+                if above.children:
+                    above.children.append(call)  # type: ignore[attr-defined]
+                else:
+                    above.children = [call]
+            if finished:
+                call.inputs, call.output, call.finished = inputs, output, True
+            calls.append(call)
+        self.closed = [calls[position] for position in closed]
+        log = self.log
+        if log is not None:
+            for index, event in enumerate(log):
+                if type(event) is int:
+                    log[index] = calls[event]
+                elif event[1] is not None:
+                    event[1] = calls[event[1]]
 
 
 def _metric_for(kind: str, value: float, method: str) -> MetricResult:
@@ -1031,6 +997,7 @@ def _analyse(
             if module.training is not flag:
                 module.training = flag
     # The forward is over: everything below works on what the hooks and the counter kept.
+    recorder.collect()
     diagnostics: dict[tuple[str, str], Diagnostic] = {}
     # Every call closes (the forward hook is always called), so the order they closed in is
     # already children-first; a call left open by a hook that misbehaved needs the tree walk.
@@ -1349,7 +1316,7 @@ def _crawl_counter_class() -> type:
                 _core.DispatchRecorder(
                     self._entries,
                     types.MethodType(OperatorFlopMode.__torch_dispatch__, self),
-                    counter._recorder,
+                    counter._recorder.core,
                     counter._log,
                     torch.Tensor,
                     torch.nn.Parameter,

@@ -8,12 +8,14 @@
 //! to the general path it was given, which is Python (and shielded from TorchDynamo there).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyTuple};
 use pyo3::{IntoPyObjectExt, intern};
+
+use crate::calls::CallRecorder;
 
 /// Calls of one entry logged here: the entry, its calls and its uncounted calls.
 struct Tally {
@@ -33,8 +35,9 @@ struct Tallies {
 ///
 /// Called as the mode's `__torch_dispatch__(func, types, args, kwargs)` through a bound method.
 /// A lean call appends to `log` the list
-/// `[entry, recorder.top, outcome, 0, shaped_args, kwargs, first, shaped_out, out_ids, *input_ids]`
-/// that the Python side reads after the forward; anything else is handed to `general`. The calls
+/// `[entry, top, outcome, 0, shaped_args, kwargs, first, shaped_out, out_ids, *input_ids]`
+/// (`top`: the position of the innermost module call running, see
+/// [`CallRecorder`]) that the Python side reads after the forward; anything else is handed to `general`. The calls
 /// of each entry logged here are tallied apart, for `tallies()` after the forward.
 #[pyclass(module = "torchscan._core", frozen)]
 pub struct DispatchRecorder {
@@ -42,8 +45,8 @@ pub struct DispatchRecorder {
     entries: Py<PyDict>,
     /// The general path, called as `general(func, types, args, kwargs)`.
     general: Py<PyAny>,
-    /// The module-call recorder; `recorder.top` is the innermost call running.
-    recorder: Py<PyAny>,
+    /// The module-call recorder; its `top` is the innermost call running.
+    recorder: Py<CallRecorder>,
     /// The forward's log.
     log: Py<PyList>,
     /// `torch.Tensor`.
@@ -62,6 +65,41 @@ pub struct DispatchRecorder {
     uncounted: i64,
     /// Calls logged here, in the order their entries were first seen.
     tallies: Mutex<Tallies>,
+    /// What each operator seen so far needs, by `id(overload)`: `None` for the general path.
+    /// Entries do not change once made, so theirs is read once per forward.
+    seen: Mutex<HashMap<usize, Option<Arc<Lean>>>>,
+}
+
+/// The parts of a lean entry the recorder uses on every call.
+struct Lean {
+    entry: Py<PyAny>,
+    code: i64,
+    handle: Option<Py<PyAny>>,
+    direct: Option<Py<PyAny>>,
+    tensor_args: Vec<usize>,
+    op: Py<PyAny>,
+}
+
+impl Lean {
+    /// The lean parts of `entry`, or `None` when its calls take the general path.
+    fn of(entry: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
+        let py = entry.py();
+        if !entry.getattr(intern!(py, "lean"))?.is_truthy()? {
+            return Ok(None);
+        }
+        let optional = |name: &Bound<'_, pyo3::types::PyString>| -> PyResult<Option<Py<PyAny>>> {
+            let value = entry.getattr(name)?;
+            Ok((!value.is_none()).then(|| value.unbind()))
+        };
+        Ok(Some(Self {
+            entry: entry.clone().unbind(),
+            code: entry.getattr(intern!(py, "code"))?.extract()?,
+            handle: optional(intern!(py, "handle"))?,
+            direct: optional(intern!(py, "direct"))?,
+            tensor_args: entry.getattr(intern!(py, "tensor_args"))?.extract()?,
+            op: entry.getattr(intern!(py, "op"))?.unbind(),
+        }))
+    }
 }
 
 #[pymethods]
@@ -71,7 +109,7 @@ impl DispatchRecorder {
     fn new(
         entries: Py<PyDict>,
         general: Py<PyAny>,
-        recorder: Py<PyAny>,
+        recorder: Py<CallRecorder>,
         log: Py<PyList>,
         tensor: Py<PyAny>,
         parameter: Py<PyAny>,
@@ -94,6 +132,7 @@ impl DispatchRecorder {
             deferred,
             uncounted,
             tallies: Mutex::new(Tallies::default()),
+            seen: Mutex::new(HashMap::new()),
         }
     }
 
@@ -137,13 +176,10 @@ impl DispatchRecorder {
             };
             self.general.bind(py).call1((func, types, &args, kw))
         };
-        let key = (func.as_ptr() as usize).into_pyobject(py)?;
-        let Some(entry) = self.entries.bind(py).get_item(key)? else {
-            return general(); // resolved there, on its first call
-        };
-        if !entry.getattr(intern!(py, "lean"))?.is_truthy()? {
+        let Some(lean) = self.lean(py, func)? else {
             return general();
-        }
+        };
+        let entry = lean.entry.bind(py).clone();
         let Ok(positional) = args.cast::<PyTuple>() else {
             return general();
         };
@@ -167,9 +203,9 @@ impl DispatchRecorder {
             },
             None => None,
         };
-        let out = self.run(py, &entry, positional, keywords.as_ref())?;
+        let out = self.run(py, &lean, positional, keywords.as_ref())?;
 
-        let mut code: i64 = entry.getattr(intern!(py, "code"))?.extract()?;
+        let mut code = lean.code;
         self.tally(&entry, code == self.uncounted)?;
         let mut ids: Vec<Bound<'py, PyAny>> = Vec::new();
         let shaped_args: Bound<'py, PyAny>;
@@ -216,7 +252,10 @@ impl DispatchRecorder {
             Ok(value) if value.is_instance(tensor)? => 1_i64,
             _ => 0_i64,
         };
-        let top = self.recorder.bind(py).getattr(intern!(py, "top"))?;
+        let top = match self.recorder.bind(py).try_borrow()?.top() {
+            Some(position) => position.into_bound_py_any(py)?,
+            None => py.None().into_bound(py),
+        };
         let keywords_logged = match keywords {
             Some(dict) => dict.into_any(),
             None => py.None().into_bound(py),
@@ -248,32 +287,34 @@ impl DispatchRecorder {
     fn run<'py>(
         &self,
         py: Python<'py>,
-        entry: &Bound<'py, PyAny>,
+        lean: &Lean,
         positional: &Bound<'py, PyTuple>,
         keywords: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let handle = entry.getattr(intern!(py, "handle"))?;
-        if !handle.is_none() && self.runs_boxed(py, entry, positional)? {
-            let direct = entry.getattr(intern!(py, "direct"))?;
-            if !direct.is_none() && self.function_modes.bind(py).call0()?.extract::<usize>()? == 0 {
-                return direct.call(positional, keywords);
+        if let Some(handle) = &lean.handle
+            && self.runs_boxed(py, lean, positional)?
+        {
+            if let Some(direct) = &lean.direct
+                && self.function_modes.bind(py).call0()?.extract::<usize>()? == 0
+            {
+                return direct.bind(py).call(positional, keywords);
             }
             let mut items = Vec::with_capacity(positional.len() + 1);
-            items.push(handle);
+            items.push(handle.bind(py).clone());
             items.extend(positional.iter());
             return self
                 .call_boxed
                 .bind(py)
                 .call(PyTuple::new(py, items)?, keywords);
         }
-        entry.getattr(intern!(py, "op"))?.call(positional, keywords)
+        lean.op.bind(py).call(positional, keywords)
     }
 
     /// Whether the arguments of a lean call can be given to the dispatcher as they are.
     fn runs_boxed<'py>(
         &self,
         py: Python<'py>,
-        entry: &Bound<'py, PyAny>,
+        lean: &Lean,
         positional: &Bound<'py, PyTuple>,
     ) -> PyResult<bool> {
         let tensor = self.tensor.bind(py);
@@ -283,9 +324,7 @@ impl DispatchRecorder {
                 return Ok(false); // a tensor subclass: the overload's own checks apply
             }
         }
-        let positions = entry.getattr(intern!(py, "tensor_args"))?;
-        for position in positions.cast::<PyTuple>()?.iter() {
-            let index: usize = position.extract()?;
+        for &index in &lean.tensor_args {
             if let Ok(value) = positional.get_item(index)
                 && !value.is_none()
                 && !plain.contains(&value.get_type().as_ptr())
@@ -294,6 +333,27 @@ impl DispatchRecorder {
             }
         }
         Ok(true)
+    }
+
+    /// The lean parts of the entry of `func`, read once; `None` for the general path (also
+    /// while `func` has no entry yet: the general path makes it on its first call).
+    fn lean(&self, py: Python<'_>, func: &Bound<'_, PyAny>) -> PyResult<Option<Arc<Lean>>> {
+        let key = func.as_ptr() as usize;
+        if let Some(known) = self.seen()?.get(&key) {
+            return Ok(known.clone());
+        }
+        let Some(entry) = self.entries.bind(py).get_item(key)? else {
+            return Ok(None);
+        };
+        let lean = Lean::of(&entry)?.map(Arc::new);
+        self.seen()?.insert(key, lean.clone());
+        Ok(lean)
+    }
+
+    fn seen(&self) -> PyResult<std::sync::MutexGuard<'_, HashMap<usize, Option<Arc<Lean>>>>> {
+        self.seen
+            .lock()
+            .map_err(|_| PyRuntimeError::new_err("the operator cache is poisoned"))
     }
 
     /// Counts one call of `entry` (and one uncounted call when `uncounted`).

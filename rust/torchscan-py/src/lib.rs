@@ -1,6 +1,7 @@
 //! `torchscan._core`: a thin binding over torchscan-core. Strings in, strings out; errors are
 //! mapped to Python exceptions in `errors.rs` only.
 
+mod calls;
 mod dispatch;
 mod errors;
 mod functions;
@@ -21,6 +22,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     errors::register(module)?;
     functions::register(module)?;
+    calls::register(module)?;
     dispatch::register(module)?;
     Ok(())
 }
