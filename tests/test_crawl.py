@@ -1043,3 +1043,24 @@ def test_direct_bindings_reach_their_own_overload_and_skip_function_modes() -> N
         report = crawl_module(Below(), args=(x,))
     assert "relu" not in functions.names and "mm" not in functions.names
     assert report["operator_flops"]["total"]["value"] == 2 * 3 * 3 * 3
+
+
+def test_compiled_shape_elements_count_as_the_python_reference() -> None:
+    from torchscan import _core
+    from torchscan import crawl as crawl_internals
+
+    size = torch.Size
+    logged = [
+        [size([2, 3]), 4, [size([5]), (size([1, 7]), "x")], {"k": size([3, 3])}],
+        (size([0, 9]),),
+        {"a": [size([2, 2, 2])], "b": None},
+        [(3, 4), [5, 6]],  # sizes and strides: plain ints, not shapes
+        [],
+    ]
+    for values in logged:
+        assert _core.shape_elements(values, size) == crawl_internals._shape_elements(values)
+    assert _core.shape_elements(logged, size) == 6 + 5 + 7 + 9 + 0 + 8
+    # Beyond 128 bits the compiled count gives way; Python's integers are exact.
+    huge = [size([2**64, 2**64, 2])]
+    assert _core.shape_elements(huge, size) is None
+    assert crawl_internals._shape_elements(huge) == 2**129

@@ -128,3 +128,24 @@ def test_formulas_give_the_same_answer_on_frozen_values(
     assert formulas.field_step(module, freeze(inputs), freeze(output)) == (
         formulas.field_step(module, inputs, output)
     )
+
+
+@pytest.mark.parametrize(
+    "tensor",
+    [
+        torch.zeros(2, 3, dtype=torch.bfloat16),
+        torch.zeros((), dtype=torch.int64),
+        torch.empty(4, 0, device="meta"),
+        torch.ones(1, requires_grad=True),
+    ],
+    ids=["bfloat16", "scalar", "meta", "grad"],
+)
+def test_a_frozen_tensor_describes_as_the_tensor(tensor: torch.Tensor) -> None:
+    assert describe(TensorSpec(tensor)) == describe(tensor)
+    assert list(describe(TensorSpec(tensor))) == [
+        "kind",
+        "shape",
+        "dtype",
+        "device",
+        "requires_grad",
+    ]

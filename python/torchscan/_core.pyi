@@ -27,6 +27,7 @@ __all__ = [
     "quantile",
     "quartiles",
     "render_report_json",
+    "shape_elements",
     "validate_report_json",
 ]
 
@@ -57,6 +58,7 @@ def block_timing(
     block_durations_s: list[float], calls_per_block: int
 ) -> tuple[float, float, int, float]: ...
 def cli_main(argv: list[str]) -> int: ...
+def shape_elements(values: Any, size_type: Any) -> int | None: ...
 def compare_benchmarks_json(
     baseline: str,
     candidate: str,
@@ -115,6 +117,9 @@ class TensorSpec:
     def ndim(self) -> int: ...
     def dim(self) -> int: ...
     def numel(self) -> int: ...
+    def describe(
+        self, dtype_names: dict[Any, str], device_names: dict[Any, str]
+    ) -> dict[str, Any]: ...
 
 @final
 class CallRecorder:

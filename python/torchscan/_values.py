@@ -115,19 +115,7 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
     described; anything else by its type name.
     """
     if type(value) is TensorSpec:
-        dtype_text = _DTYPE_NAMES.get(value.dtype)
-        if dtype_text is None:
-            dtype_text = _DTYPE_NAMES[value.dtype] = dtype_name(value.dtype)
-        device_text = _DEVICE_NAMES.get(value.device)
-        if device_text is None:
-            device_text = _DEVICE_NAMES[value.device] = str(value.device)
-        return {
-            "kind": "tensor",
-            "shape": list(value.shape),
-            "dtype": dtype_text,
-            "device": device_text,
-            "requires_grad": bool(value.requires_grad),
-        }
+        return value.describe(_DTYPE_NAMES, _DEVICE_NAMES)  # type: ignore[return-value]
     import torch
 
     if isinstance(value, torch.Tensor):
@@ -178,10 +166,10 @@ def iter_tensors(value: Any) -> list[Any]:
     """
     import torch
 
-    if isinstance(value, (torch.Tensor, TensorSpec)):
+    if isinstance(value, (TensorSpec, torch.Tensor)):
         return [value]
     found: list[Any] = []
-    _collect(value, found, 0, (torch.Tensor, TensorSpec))
+    _collect(value, found, 0, (TensorSpec, torch.Tensor))
     return found
 
 

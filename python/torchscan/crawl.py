@@ -892,16 +892,24 @@ class _FieldTracker:
         if formulas.is_passthrough(step):
             new_state: _FieldState = state  # activations, normalisation: positions unchanged
         else:
-            new_state = (
-                tuple(
-                    [
-                        r + (k - 1) * d * j
-                        for r, k, d, j in zip(size, step.kernel, step.dilation, stride, strict=True)
-                    ]
-                ),
-                tuple([j * s for j, s in zip(stride, step.stride, strict=True)]),
-                tuple([p + q * j for p, q, j in zip(padding, step.padding, stride, strict=True)]),
-            )
+            # One pass over the dimensions: this runs for every convolution and pooling call.
+            grown: list[float] = []
+            strides: list[float] = []
+            paddings: list[float] = []
+            for r, j, p, k, s, q, d in zip(
+                size,
+                stride,
+                padding,
+                step.kernel,
+                step.stride,
+                step.padding,
+                step.dilation,
+                strict=True,
+            ):
+                grown.append(r + (k - 1) * d * j)
+                strides.append(j * s)
+                paddings.append(p + q * j)
+            new_state = (tuple(grown), tuple(strides), tuple(paddings))
         for tensor in outputs:
             if len(tensor.shape) - 2 == len(size):
                 self._states[tensor.ident] = new_state
@@ -1398,6 +1406,7 @@ def _crawl_counter_class() -> type:
 
         def finish(self) -> None:
             """Apply the deferred formulas; give each call its own FLOPs, DMAs and uncounted."""
+            shape_elements, size_type = _core.shape_elements, torch.Size
             sequence = 0
             for record in self._log:
                 if type(record) is not list:
@@ -1425,9 +1434,9 @@ def _crawl_counter_class() -> type:
                     continue
                 if outcome == COUNTED:
                     call.own_flops += flops
-                    call.own_dmas += _shape_elements(args) + _shape_elements((out,))
-                    if kwargs:
-                        call.own_dmas += _shape_elements(kwargs.values())
+                    moved = (args, (out,), kwargs or ())
+                    dmas = shape_elements(moved, size_type)
+                    call.own_dmas += _shape_elements(moved) if dmas is None else dmas
                 elif outcome == UNCOUNTED:
                     if call.own_uncounted is None:
                         call.own_uncounted = set()

@@ -99,7 +99,7 @@ def dot_flops(terms: int) -> int:
 
 #: What formulas accept as a tensor: a tensor, or the :class:`TensorSpec` an analysis keeps of
 #: it (shape, ``ndim`` and ``numel()`` answer the same).
-TENSOR_TYPES = (torch.Tensor, TensorSpec)
+TENSOR_TYPES = (TensorSpec, torch.Tensor)
 
 
 def arg(inputs: Inputs, index: int) -> Any:
@@ -192,13 +192,19 @@ def passthrough(dims: int) -> FieldStep:
 
 def is_passthrough(step: FieldStep) -> bool:
     """Kernel 1, stride 1, padding 0 and dilation 1 in every dimension."""
-    if _PASSTHROUGH.get(len(step.kernel)) is step:
+    dims = len(step.kernel)
+    known = _PASSTHROUGH.get(dims)
+    if known is step:
         return True
+    if known is None:
+        known = passthrough(dims)
+    # Tuples compare by value (``1.0 == 1``): one comparison per field, in compiled code.
+    ones, zeros = known.kernel, known.padding
     return (
-        all(value == 1 for value in step.kernel)
-        and all(value == 1 for value in step.stride)
-        and all(value == 0 for value in step.padding)
-        and all(value == 1 for value in step.dilation)
+        tuple(step.kernel) == ones
+        and tuple(step.stride) == ones
+        and tuple(step.padding) == zeros
+        and tuple(step.dilation) == ones
     )
 
 

@@ -100,7 +100,7 @@ def _left_padding(module: nn.Conv1d | nn.Conv2d | nn.Conv3d) -> tuple[int, ...]:
                 d * (k - 1) // 2 for k, d in zip(module.kernel_size, module.dilation, strict=True)
             )
         return (0,) * len(module.kernel_size)
-    return tuple(int(p) for p in padding)
+    return tuple(map(int, padding))
 
 
 def field_conv(

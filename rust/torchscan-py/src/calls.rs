@@ -93,6 +93,48 @@ impl TensorSpec {
         }
     }
 
+    /// The report's metadata of the tensor: `{"kind": "tensor", "shape", "dtype", "device",
+    /// "requires_grad"}`. Dtype and device names are looked up in (and added to) the given
+    /// caches: `float32` for `torch.float32`, `str(device)` for a device.
+    fn describe<'py>(
+        &self,
+        py: Python<'py>,
+        dtype_names: &Bound<'py, PyDict>,
+        device_names: &Bound<'py, PyDict>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let dtype = self.dtype.bind(py);
+        let dtype_text = match dtype_names.get_item(dtype)? {
+            Some(text) => text,
+            None => {
+                let text = dtype
+                    .str()?
+                    .call_method1(intern!(py, "removeprefix"), (intern!(py, "torch."),))?;
+                dtype_names.set_item(dtype, &text)?;
+                text
+            }
+        };
+        let device = self.device.bind(py);
+        let device_text = match device_names.get_item(device)? {
+            Some(text) => text,
+            None => {
+                let text = device.str()?.into_any();
+                device_names.set_item(device, &text)?;
+                text
+            }
+        };
+        let shape = PyList::empty(py);
+        for size in self.shape.bind(py).try_iter()? {
+            shape.append(size?)?;
+        }
+        let meta = PyDict::new(py);
+        meta.set_item(intern!(py, "kind"), intern!(py, "tensor"))?;
+        meta.set_item(intern!(py, "shape"), shape)?;
+        meta.set_item(intern!(py, "dtype"), dtype_text)?;
+        meta.set_item(intern!(py, "device"), device_text)?;
+        meta.set_item(intern!(py, "requires_grad"), self.requires_grad)?;
+        Ok(meta)
+    }
+
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let shape: Vec<i64> = self
             .shape
@@ -424,9 +466,72 @@ impl ModuleForward {
     }
 }
 
-/// Adds [`TensorSpec`], [`CallRecorder`] and [`ModuleForward`] to the module.
+/// Elements of every shape (an object of exactly `size_type`, `torch.Size`) among `values`,
+/// through lists, tuples and dicts of exactly those types: the data an operator's counted call
+/// moves, from the shapes logged for it. `None` when a total or a product does not fit in 128
+/// bits, or a size is not a non-negative integer; the caller then counts in Python.
+#[pyfunction]
+fn shape_elements(values: &Bound<'_, PyAny>, size_type: &Bound<'_, PyAny>) -> Option<u128> {
+    let mut total: u128 = 0;
+    add_shape_elements(values, size_type, &mut total, 0).then_some(total)
+}
+
+/// Adds the elements of the shapes among `values` to `total`; false when it cannot.
+fn add_shape_elements(
+    values: &Bound<'_, PyAny>,
+    size_type: &Bound<'_, PyAny>,
+    total: &mut u128,
+    depth: usize,
+) -> bool {
+    // Logged values are shallow; anything deeper is left to the Python count.
+    if depth > 32 {
+        return false;
+    }
+    let Ok(items) = values.try_iter() else {
+        return false;
+    };
+    for item in items {
+        let Ok(item) = item else {
+            return false;
+        };
+        let kind = item.get_type();
+        if kind.is(size_type) {
+            let Ok(sizes) = item.try_iter() else {
+                return false;
+            };
+            let mut product: u128 = 1;
+            for size in sizes {
+                let Some(next) = size
+                    .ok()
+                    .and_then(|size| size.extract::<u128>().ok())
+                    .and_then(|size| product.checked_mul(size))
+                else {
+                    return false;
+                };
+                product = next;
+            }
+            let Some(sum) = total.checked_add(product) else {
+                return false;
+            };
+            *total = sum;
+        } else if item.is_exact_instance_of::<PyList>() || item.is_exact_instance_of::<PyTuple>() {
+            if !add_shape_elements(&item, size_type, total, depth + 1) {
+                return false;
+            }
+        } else if let Ok(dict) = item.cast_exact::<PyDict>()
+            && !add_shape_elements(&dict.values().into_any(), size_type, total, depth + 1)
+        {
+            return false;
+        }
+    }
+    true
+}
+
+/// Adds [`TensorSpec`], [`CallRecorder`], [`ModuleForward`] and [`shape_elements`] to the
+/// module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<TensorSpec>()?;
     module.add_class::<CallRecorder>()?;
-    module.add_class::<ModuleForward>()
+    module.add_class::<ModuleForward>()?;
+    module.add_function(wrap_pyfunction!(shape_elements, module)?)
 }
