@@ -90,6 +90,12 @@ def test_tensor_spec_counts_elements_exactly_beyond_64_bits() -> None:
     )
     spec = TensorSpec(huge)
     assert spec.numel() == 3 * 2**80
+    assert repr(spec).startswith("TensorSpec(shape=[1099511627776, 1099511627776, 3], ")
+    beyond = SimpleNamespace(
+        shape=torch.Size([2**70]), dtype=torch.float32, device="meta", requires_grad=False
+    )
+    assert "[1180591620717411303424]" in repr(TensorSpec(beyond))
+    assert TensorSpec(beyond).numel() == 2**70
     assert spec.requires_grad is False
     assert TensorSpec(torch.empty(0, 7)).numel() == 0
 

@@ -136,14 +136,13 @@ impl TensorSpec {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let shape: Vec<i64> = self
-            .shape
-            .bind(py)
-            .try_iter()?
-            .map(|item| item.and_then(|value| value.extract::<i64>()))
-            .collect::<PyResult<_>>()?;
+        let shape = PyList::empty(py);
+        for size in self.shape.bind(py).try_iter()? {
+            shape.append(size?)?;
+        }
         Ok(format!(
-            "TensorSpec(shape={shape:?}, dtype={}, device={}, requires_grad={})",
+            "TensorSpec(shape={}, dtype={}, device={}, requires_grad={})",
+            shape.str()?,
             self.dtype.bind(py).str()?,
             self.device.bind(py).str()?,
             if self.requires_grad { "True" } else { "False" },
