@@ -148,6 +148,15 @@ def test_formulas_give_the_same_answer_on_frozen_values(
 )
 def test_a_frozen_tensor_describes_as_the_tensor(tensor: torch.Tensor) -> None:
     assert describe(TensorSpec(tensor)) == describe(tensor)
+    # Names come from the caches only; a name not there yet is the caller's to make.
+    assert TensorSpec(tensor).describe({}, {}) is None
+    assert TensorSpec(tensor).describe({tensor.dtype: "d"}, {tensor.device: "x"}) == {
+        "kind": "tensor",
+        "shape": list(tensor.shape),
+        "dtype": "d",
+        "device": "x",
+        "requires_grad": tensor.requires_grad,
+    }
     assert list(describe(TensorSpec(tensor))) == [
         "kind",
         "shape",
@@ -155,3 +164,14 @@ def test_a_frozen_tensor_describes_as_the_tensor(tensor: torch.Tensor) -> None:
         "device",
         "requires_grad",
     ]
+
+
+def test_describe_names_a_dtype_and_device_on_first_sight(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torchscan import _values
+
+    monkeypatch.setattr(_values, "_DTYPE_NAMES", {})
+    monkeypatch.setattr(_values, "_DEVICE_NAMES", {})
+    tensor = torch.zeros(2, dtype=torch.float16)
+    assert describe(TensorSpec(tensor))["dtype"] == "float16"
+    names = (_values._DTYPE_NAMES, _values._DEVICE_NAMES)
+    assert names == ({torch.float16: "float16"}, {tensor.device: "cpu"})

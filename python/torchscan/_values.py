@@ -115,7 +115,12 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
     described; anything else by its type name.
     """
     if type(value) is TensorSpec:
-        return value.describe(_DTYPE_NAMES, _DEVICE_NAMES)  # type: ignore[return-value]
+        meta = value.describe(_DTYPE_NAMES, _DEVICE_NAMES)
+        if meta is None:  # a dtype or device not named yet
+            _DTYPE_NAMES.setdefault(value.dtype, dtype_name(value.dtype))
+            _DEVICE_NAMES.setdefault(value.device, str(value.device))
+            meta = value.describe(_DTYPE_NAMES, _DEVICE_NAMES)
+        return meta  # type: ignore[return-value]
     import torch
 
     if isinstance(value, torch.Tensor):

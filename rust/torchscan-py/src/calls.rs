@@ -38,6 +38,15 @@ pub struct TensorSpec {
 }
 
 impl TensorSpec {
+    /// The shape as a list of its sizes, as Python has them.
+    fn shape_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let shape = PyList::empty(py);
+        for size in self.shape.bind(py).try_iter()? {
+            shape.append(size?)?;
+        }
+        Ok(shape)
+    }
+
     /// Takes the metadata of `tensor`.
     fn of(tensor: &Bound<'_, PyAny>) -> PyResult<Self> {
         let py = tensor.py();
@@ -94,55 +103,33 @@ impl TensorSpec {
     }
 
     /// The report's metadata of the tensor: `{"kind": "tensor", "shape", "dtype", "device",
-    /// "requires_grad"}`. Dtype and device names are looked up in (and added to) the given
-    /// caches: `float32` for `torch.float32`, `str(device)` for a device.
+    /// "requires_grad"}`, with the dtype's and the device's names looked up in the given
+    /// caches; `None` while either name is not there yet (the caller names them).
     fn describe<'py>(
         &self,
         py: Python<'py>,
         dtype_names: &Bound<'py, PyDict>,
         device_names: &Bound<'py, PyDict>,
-    ) -> PyResult<Bound<'py, PyDict>> {
-        let dtype = self.dtype.bind(py);
-        let dtype_text = match dtype_names.get_item(dtype)? {
-            Some(text) => text,
-            None => {
-                let text = dtype
-                    .str()?
-                    .call_method1(intern!(py, "removeprefix"), (intern!(py, "torch."),))?;
-                dtype_names.set_item(dtype, &text)?;
-                text
-            }
+    ) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(dtype_text) = dtype_names.get_item(self.dtype.bind(py))? else {
+            return Ok(None);
         };
-        let device = self.device.bind(py);
-        let device_text = match device_names.get_item(device)? {
-            Some(text) => text,
-            None => {
-                let text = device.str()?.into_any();
-                device_names.set_item(device, &text)?;
-                text
-            }
+        let Some(device_text) = device_names.get_item(self.device.bind(py))? else {
+            return Ok(None);
         };
-        let shape = PyList::empty(py);
-        for size in self.shape.bind(py).try_iter()? {
-            shape.append(size?)?;
-        }
         let meta = PyDict::new(py);
         meta.set_item(intern!(py, "kind"), intern!(py, "tensor"))?;
-        meta.set_item(intern!(py, "shape"), shape)?;
+        meta.set_item(intern!(py, "shape"), self.shape_list(py)?)?;
         meta.set_item(intern!(py, "dtype"), dtype_text)?;
         meta.set_item(intern!(py, "device"), device_text)?;
         meta.set_item(intern!(py, "requires_grad"), self.requires_grad)?;
-        Ok(meta)
+        Ok(Some(meta))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let shape = PyList::empty(py);
-        for size in self.shape.bind(py).try_iter()? {
-            shape.append(size?)?;
-        }
         Ok(format!(
             "TensorSpec(shape={}, dtype={}, device={}, requires_grad={})",
-            shape.str()?,
+            self.shape_list(py)?.str()?,
             self.dtype.bind(py).str()?,
             self.device.bind(py).str()?,
             if self.requires_grad { "True" } else { "False" },

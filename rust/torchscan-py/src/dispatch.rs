@@ -36,9 +36,9 @@ struct Tallies {
 /// Called as the mode's `__torch_dispatch__(func, types, args, kwargs)` through a bound method.
 /// A lean call appends to `log` the list
 /// `[entry, top, outcome, 0, shaped_args, kwargs, first, shaped_out, out_ids, *input_ids]`
-/// (`top`: the position of the innermost module call running, see
-/// [`CallRecorder`]) that the Python side reads after the forward; anything else is handed to `general`. The calls
-/// of each entry logged here are tallied apart, for `tallies()` after the forward.
+/// (`top`: the position of the innermost module call running, see [`CallRecorder`]) that the
+/// Python side reads after the forward; anything else is handed to `general`. The calls of each
+/// entry logged here are tallied apart, for `tallies()` after the forward.
 #[pyclass(module = "torchscan._core", frozen)]
 pub struct DispatchRecorder {
     /// The mode's entries: `id(overload)` to its `Entry`.
