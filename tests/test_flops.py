@@ -795,6 +795,46 @@ def test_formulas_registered_with_pytorch_are_used() -> None:
     assert counted(measure_flops(lambda: registered(x))) == {"torchscan_test::registered": 5}
 
 
+def test_delegating_pytorch_formulas_count_as_pytorch_without_its_wrappers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from torch.utils import flop_counter
+
+    from torchscan.opflops.formulas import builtin_formulas
+
+    aten = torch.ops.aten
+    calls = {
+        aten.addmm: (torch.randn(5), torch.randn(3, 4), torch.randn(4, 5)),
+        aten.baddbmm: (torch.randn(2, 3, 5), torch.randn(2, 3, 4), torch.randn(2, 4, 5)),
+    }
+    trees: list[Any] = []
+    tree_map = flop_counter.tree_map
+
+    def counting_tree_map(*args: Any, **kwargs: Any) -> Any:
+        trees.append(args)
+        return tree_map(*args, **kwargs)
+
+    table = builtin_formulas()
+    for packet, args in calls.items():
+        out = packet(*args)
+        expected = flop_counter.flop_registry[packet](*args, out_val=out)
+        monkeypatch.setattr(flop_counter, "tree_map", counting_tree_map)
+        assert table[packet](args, {}, out) == expected > 0
+        # PyTorch's own body calls the registered ``mm_flop``/``bmm_flop`` wrapper, whose pytree
+        # conversion cost ~50 us a call; ours calls the shape formula inside it.
+        assert trees == []
+        monkeypatch.setattr(flop_counter, "tree_map", tree_map)
+
+    # A formula registered over PyTorch's own is used as it is.
+    monkeypatch.setitem(
+        flop_counter.flop_registry,
+        aten.addmm,
+        flop_counter.shape_wrapper(lambda *shapes, out_shape=None, **kwargs: 7),
+    )
+    args = calls[aten.addmm]
+    assert builtin_formulas()[aten.addmm](args, {}, aten.addmm(*args)) == 7
+
+
 def test_higher_order_operator_without_formula_is_uncounted() -> None:
     a = torch.randn(8, 8)
     report = measure_flops(lambda: torch.cond(a.sum() > 0, lambda x: x @ x, lambda x: x + 1, (a,)))
