@@ -104,10 +104,18 @@ def bench_resnet(repeats: int, warmup: int) -> dict[str, Any]:
         collect=True,
     )
     med = {k: statistics.median(v) for k, v in times.items()}
+    forward_deciles = statistics.quantiles(times["forward"], n=10)
     return {
         "repeats": repeats,
         "warmup": warmup,
         "first_crawl_full_ms": _ms(cold),
+        # For information: each crawl against the forward of its own round, which a machine
+        # whose speed drifts during the run affects far less than a ratio of medians; and how
+        # much the forward itself drifted (90th over 10th percentile).
+        "median_round_ratio_full": statistics.median(
+            full / forward for full, forward in zip(times["crawl_full"], times["forward"])
+        ),
+        "forward_p90_over_p10": forward_deciles[-1] / forward_deciles[0],
         "median_ms": {k: _ms(v) for k, v in med.items()},
         "min_ms": {k: _ms(min(v)) for k, v in times.items()},
         "ratio_full": med["crawl_full"] / med["forward"],
@@ -287,6 +295,10 @@ def render(results: dict[str, Any]) -> str:
             f"| | **crawl full / forward** | **{a['ratio_full']:.2f}x** "
             f"(of minima {a['ratio_of_minima_full']:.2f}x) "
             f"| ≤ {a['limit']:.2f}x | **{_verdict(a['ratio_full'], a['limit'])}** |",
+            f"| | median of the rounds' crawl full / forward (each against its own round's "
+            f"forward) | {a['median_round_ratio_full']:.2f}x | | info |",
+            f"| | forward 90th / 10th percentile (the machine's drift during the run) "
+            f"| {a['forward_p90_over_p10']:.2f} | | info |",
             f"| | crawl structure median | {md['crawl_structure']:.1f} ms | | |",
             f"| | crawl structure / forward | {a['ratio_structure']:.2f}x "
             f"(of minima {a['ratio_of_minima_structure']:.2f}x) "
