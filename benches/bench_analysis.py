@@ -113,7 +113,8 @@ def bench_resnet(repeats: int, warmup: int) -> dict[str, Any]:
         # whose speed drifts during the run affects far less than a ratio of medians; and how
         # much the forward itself drifted (90th over 10th percentile).
         "median_round_ratio_full": statistics.median(
-            full / forward for full, forward in zip(times["crawl_full"], times["forward"])
+            full / forward
+            for full, forward in zip(times["crawl_full"], times["forward"], strict=True)
         ),
         "forward_p90_over_p10": forward_deciles[-1] / forward_deciles[0],
         "median_ms": {k: _ms(v) for k, v in med.items()},
