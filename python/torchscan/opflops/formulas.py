@@ -326,44 +326,39 @@ def builtin_formulas() -> Mapping[Any, RawFormula]:
 def _direct_delegates() -> dict[Any, Callable[..., Any]]:
     """PyTorch's shape formulas that call another registered one, calling its shape formula.
 
-    ``addmm_flop`` is ``mm_flop(a_shape, b_shape)``, ``baddbmm_flop`` is ``bmm_flop(a_shape,
-    b_shape)`` and ``_scaled_mm_flop`` is ``mm_flop(a_shape, b_shape)``; but the ``mm_flop`` and
-    ``bmm_flop`` they call are the registered wrappers, whose pytree conversion cost ~50 us a
-    call. Each is replaced here by the same body calling the unwrapped formula, only while the
-    registry still holds PyTorch's own function (a formula registered over it is used as is).
+    ``addmm_flop`` is ``mm_flop(a_shape, b_shape)`` of its 2nd and 3rd arguments,
+    ``baddbmm_flop`` is ``bmm_flop`` of those, and ``_scaled_mm_flop`` is ``mm_flop`` of its
+    first two; but the ``mm_flop`` and ``bmm_flop`` they call are the registered wrappers, whose
+    pytree conversion cost ~50 us a call. Each is replaced here by the same body calling the
+    unwrapped formula, only while the registry still holds PyTorch's own function (a formula
+    registered over it is used as it is).
     """
-    delegates: dict[Any, Callable[..., Any]] = {}
-    mm = _shape_formula_of(getattr(flop_counter, "mm_flop", None))
-    bmm = _shape_formula_of(getattr(flop_counter, "bmm_flop", None))
     registry = flop_counter.flop_registry
-
-    def registered(packet: Any, name: str) -> bool:
-        own = getattr(flop_counter, name, None)
-        return own is not None and registry.get(packet) is own
-
-    if mm is not None and registered(aten.addmm, "addmm_flop"):
-
-        def addmm_flop(
-            self_shape: Any, a_shape: Any, b_shape: Any, *args: Any, **kwargs: Any
-        ) -> Any:
-            return mm(a_shape, b_shape)
-
-        delegates[aten.addmm] = addmm_flop
-    if bmm is not None and registered(aten.baddbmm, "baddbmm_flop"):
-
-        def baddbmm_flop(
-            self_shape: Any, a_shape: Any, b_shape: Any, *args: Any, **kwargs: Any
-        ) -> Any:
-            return bmm(a_shape, b_shape)
-
-        delegates[aten.baddbmm] = baddbmm_flop
-    if mm is not None and registered(aten._scaled_mm, "_scaled_mm_flop"):
-
-        def _scaled_mm_flop(a_shape: Any, b_shape: Any, *args: Any, **kwargs: Any) -> Any:
-            return mm(a_shape, b_shape)
-
-        delegates[aten._scaled_mm] = _scaled_mm_flop
+    shape_formulas = {
+        name: _shape_formula_of(getattr(flop_counter, name, None))
+        for name in ("mm_flop", "bmm_flop")
+    }
+    delegates: dict[Any, Callable[..., Any]] = {}
+    for packet, own_name, inner_name, first in (
+        (aten.addmm, "addmm_flop", "mm_flop", 1),
+        (aten.baddbmm, "baddbmm_flop", "bmm_flop", 1),
+        (aten._scaled_mm, "_scaled_mm_flop", "mm_flop", 0),
+    ):
+        own = getattr(flop_counter, own_name, None)
+        inner = shape_formulas[inner_name]
+        if own is not None and inner is not None and registry.get(packet) is own:
+            delegates[packet] = _applying(inner, first, own_name)
     return delegates
+
+
+def _applying(inner: Callable[..., Any], first: int, name: str) -> Callable[..., Any]:
+    """A shape formula that is ``inner`` of the two shapes from position ``first`` on."""
+
+    def delegate(*shapes: Any, out_shape: Any = None, **kwargs: Any) -> Any:
+        return inner(shapes[first], shapes[first + 1])
+
+    delegate.__name__ = delegate.__qualname__ = name
+    return delegate
 
 
 def _build_formulas() -> dict[Any, RawFormula]:
