@@ -825,6 +825,12 @@ def test_delegating_pytorch_formulas_count_as_pytorch_without_its_wrappers(
         assert trees == []
         monkeypatch.setattr(flop_counter, "tree_map", tree_map)
 
+    # ``_scaled_mm`` (no CPU kernel to run): PyTorch's wrapper takes shapes for tensors too.
+    shapes = [torch.Size([3, 4]), torch.Size([4, 5]), torch.Size([]), torch.Size([])]
+    expected = flop_counter.flop_registry[aten._scaled_mm](*shapes, out_val=torch.Size([3, 5]))
+    scaled_mm: Any = table[aten._scaled_mm]
+    assert scaled_mm.on_shapes(shapes, {}, torch.Size([3, 5])) == expected == 120
+
     # A formula registered over PyTorch's own is used as it is.
     monkeypatch.setitem(
         flop_counter.flop_registry,
