@@ -28,14 +28,14 @@ TOTALS = [
     ("parameters", "count"),
     ("trainable_parameters", "count"),
     ("frozen_parameters", "count"),
-    ("buffers", "count"),
-    ("shared_tensors", "count"),
     ("parameter_bytes", "B"),
+    ("buffer_elements", "count"),
     ("buffer_bytes", "B"),
+    ("shared_tensors", "count"),
     ("module_flops", "FLOPs"),
-    ("module_macs", "MACs"),
-    ("module_dmas", "DMAs"),
     ("operator_flops", "FLOPs"),
+    ("macs", "MACs"),
+    ("dmas", "DMAs"),
 ]
 
 
@@ -143,6 +143,7 @@ def test_different_modes_are_refused() -> None:
 def test_different_methods_are_refused() -> None:
     after = load(SMALL)
     after["operator_flops"]["total"]["method"] = "another counter"
+    after["totals"]["operator_flops"]["method"] = "another counter"
     for entry in after["operator_flops"]["by_module"]:
         entry["flops"]["method"] = "another counter"
     with pytest.raises(ReportComparisonError, match="the `operator_flops` method differs"):
@@ -168,10 +169,10 @@ def test_invalid_input_names_the_side_in_every_path() -> None:
         compare_reports("[]", SMALL)
     assert info.value.problems == [("before:$", "a report must be a JSON object")]
     broken = load(SMALL)
-    broken["totals"]["parameters"] = 1
+    broken["totals"]["parameters"]["value"] = 1
     with pytest.raises(ReportValidationError) as info:
         compare_reports(SMALL, broken)
-    assert info.value.problems[0][0] == "after:$.totals.parameters"
+    assert info.value.problems[0][0] == "after:$.totals.parameters.known_value"
     assert all(path.startswith("after:$") for path, _ in info.value.problems)
     with pytest.raises(ReportValidationError) as info:
         compare_reports(SMALL, {"bad": object()})

@@ -22,12 +22,12 @@ torch.set_num_threads(1)
 def test_structure_mode_of_resnet18() -> None:
     report = crawl_module(ResNet18(), (3, 224, 224), mode="structure")
     totals = report["totals"]
-    assert totals["parameters"] == 11_689_512
-    assert totals["trainable_parameters"] == 11_689_512
-    assert totals["frozen_parameters"] == 0
+    assert totals["parameters"]["value"] == 11_689_512
+    assert totals["trainable_parameters"]["value"] == 11_689_512
+    assert totals["frozen_parameters"]["value"] == 0
     assert totals["parameter_bytes"]["value"] == 11_689_512 * 4
     assert "not peak memory" in totals["parameter_bytes"]["scope"]
-    for name in ("module_flops", "module_macs", "module_dmas"):
+    for name in ("module_flops", "operator_flops", "macs", "dmas"):
         assert totals[name]["status"] == "unavailable"
         assert totals[name]["reason"] == "not requested"
     assert report["operator_flops"]["total"]["reason"] == "not requested"
@@ -59,7 +59,7 @@ def test_module_called_twice_gives_two_records_and_counts_parameters_once() -> N
         (layer["path"], layer["call_index"], layer["parameters"]) for layer in report["layers"]
     ]
     assert records == [("", 0, 0), ("linear", 0, 20), ("linear", 1, 0)]
-    assert report["totals"]["parameters"] == 20
+    assert report["totals"]["parameters"]["value"] == 20
 
 
 def test_tied_weights_are_counted_once_and_reported() -> None:
@@ -74,7 +74,7 @@ def test_tied_weights_are_counted_once_and_reported() -> None:
             return self.out(self.embed(x))
 
     report = crawl_module(Tied(), args=(torch.tensor([[1, 2, 3]]),), mode="structure")
-    assert report["totals"]["parameters"] == 40
+    assert report["totals"]["parameters"]["value"] == 40
     assert report["totals"]["shared_tensors"] == 1
     codes = [d["code"] for d in report["diagnostics"]]
     assert "shared_tensors" in codes
@@ -87,9 +87,9 @@ def test_frozen_parameters_and_buffers() -> None:
     model[1].weight.requires_grad_(False)
     report = crawl_module(model, (3, 8, 8), mode="structure")
     totals = report["totals"]
-    assert totals["parameters"] == 108 + 8
-    assert totals["frozen_parameters"] == 4
-    assert totals["buffers"] == 4 + 4 + 1
+    assert totals["parameters"]["value"] == 108 + 8
+    assert totals["frozen_parameters"]["value"] == 4
+    assert totals["buffer_elements"]["value"] == 4 + 4 + 1
     assert totals["buffer_bytes"]["value"] == 4 * 4 + 4 * 4 + 8
 
 
@@ -286,19 +286,60 @@ def test_incomplete_analysis_error_carries_the_report() -> None:
     assert "module_flops (partial)" in str(error)
 
 
+# The totals of torchscan 0.2, under its names, as its callers read them.
+TOTALS_OF_0_2 = {
+    "parameters": "count",
+    "trainable_parameters": "count",
+    "frozen_parameters": "count",
+    "parameter_bytes": "B",
+    "buffer_elements": "count",
+    "buffer_bytes": "B",
+    "module_flops": "FLOPs",
+    "operator_flops": "FLOPs",
+    "macs": "MACs",
+    "dmas": "DMAs",
+}
+
+
+def test_totals_keep_the_names_and_layout_that_torchscan_0_2_callers_read() -> None:
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())
+    model[1].weight.requires_grad_(False)
+    report = crawl_module(model, (3, 8, 8))
+    totals = report["totals"]
+    assert {name: totals[name]["unit"] for name in TOTALS_OF_0_2} == TOTALS_OF_0_2
+    values = {name: totals[name]["value"] for name in TOTALS_OF_0_2}
+    assert all(totals[name]["status"] == "complete" for name in TOTALS_OF_0_2)
+    assert values["parameters"] == 112 + 8
+    assert values["trainable_parameters"] == 112 + 4
+    assert values["frozen_parameters"] == 4
+    assert values["parameter_bytes"] == 120 * 4
+    assert values["buffer_elements"] == 4 + 4 + 1
+    assert values["buffer_bytes"] == 8 * 4 + 8
+    # conv 4x6x6 outputs of 27 MACs; batch norm and ReLU make no MACs
+    assert values["macs"] == 4 * 36 * 27
+    assert values["operator_flops"] == 2 * 4 * 36 * 27
+    assert totals["operator_flops"] == report["operator_flops"]["total"]
+    assert totals["shared_tensors"] == 0
+    # every total but the shared-tensor count is a metric, as torchscan 0.2's
+    assert [name for name, value in totals.items() if not isinstance(value, dict)] == [
+        "shared_tensors"
+    ]
+
+
 def test_full_mode_of_resnet18_matches_the_oracles() -> None:
     report = crawl_module(ResNet18(), (3, 224, 224), strict=True)
     assert torchscan.validate_report(report) == "analysis"
     totals = report["totals"]
-    assert totals["parameters"] == 11_689_512
-    assert totals["module_macs"]["value"] == 1_814_073_344
+    assert totals["parameters"]["value"] == 11_689_512
+    assert totals["macs"]["value"] == 1_814_073_344
+    assert totals["operator_flops"] == report["operator_flops"]["total"]
     assert report["operator_flops"]["total"] == {
         **report["operator_flops"]["total"],
         "status": "complete",
         "value": 3_628_146_688.0,
     }
     root = report["layers"][0]
-    assert root["macs"]["value"] == totals["module_macs"]["value"]
+    assert root["macs"]["value"] == totals["macs"]["value"]
     conv1 = next(layer for layer in report["layers"] if layer["path"] == "conv1")
     assert conv1["receptive_field"]["size"] == [7.0, 7.0]
     assert conv1["receptive_field"]["stride"] == [2.0, 2.0]

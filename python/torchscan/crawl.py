@@ -34,6 +34,8 @@ MODES = ("full", "structure")
 NOT_REQUESTED = "not requested"
 _STORAGE_SCOPE = "storage of unique {what} (storage, not peak memory)"
 _STORAGE_METHOD = "sum of numel x element size over unique tensors, shared tensors counted once"
+_COUNT_SCOPE = "elements of unique {what} of the model"
+_COUNT_METHOD = "sum of numel over unique tensors, shared tensors counted once"
 _MODULE_SCOPE = "module estimates of one evaluation forward (batch as given)"
 _MODULE_METHOD = (
     "per-module formulas of leaf modules; modules with children add their children and the "
@@ -343,9 +345,14 @@ def _distinct_storage(tensors: list[Any]) -> bool:
     return len(pointers) == len(tensors) and 0 not in pointers
 
 
+def _count(value: int, what: str) -> MetricResult:
+    """An element count among the totals: always complete, unit ``count``."""
+    return _metrics.complete(int(value), "count", _COUNT_SCOPE.format(what=what), _COUNT_METHOD)
+
+
 def _totals_storage(
     named_modules: list[tuple[str, Any]],
-) -> tuple[dict[str, int], MetricResult, MetricResult, list[str], set[Any]]:
+) -> tuple[dict[str, MetricResult], int, list[str], set[Any]]:
     """Parameter and buffer counts and storage, shared names, and the parameters' float dtypes."""
     params = [t for _, m in named_modules for t in m._parameters.values() if t is not None]
     buffers = [t for _, m in named_modules for t in m._buffers.values() if t is not None]
@@ -379,27 +386,22 @@ def _totals_storage(
         count = tensor.numel()
         buffer_count += count
         buffer_bytes += count * tensor.element_size()
-    counts = {
-        "parameters": int(parameters),
-        "trainable_parameters": int(trainable),
-        "frozen_parameters": int(parameters - trainable),
-        "buffers": int(buffer_count),
-        "shared_tensors": shared_params + shared_buffers,
-    }
-    return (
-        counts,
-        _metrics.complete(
+    storage = {
+        "parameters": _count(parameters, "parameters"),
+        "trainable_parameters": _count(trainable, "parameters that require grad"),
+        "frozen_parameters": _count(parameters - trainable, "parameters that do not require grad"),
+        "parameter_bytes": _metrics.complete(
             int(parameter_bytes),
             "B",
             _STORAGE_SCOPE.format(what="parameters"),
             _STORAGE_METHOD,
         ),
-        _metrics.complete(
+        "buffer_elements": _count(buffer_count, "buffers"),
+        "buffer_bytes": _metrics.complete(
             int(buffer_bytes), "B", _STORAGE_SCOPE.format(what="buffers"), _STORAGE_METHOD
         ),
-        shared_names,
-        dtypes,
-    )
+    }
+    return storage, shared_params + shared_buffers, shared_names, dtypes
 
 
 def _own_counts(module: Any) -> tuple[int, int, int]:
@@ -1060,9 +1062,7 @@ def _build_report(
     operator_flops: OperatorFlops,
     operator_diagnostics: list[Diagnostic],
 ) -> AnalysisReport:
-    counts, parameter_bytes, buffer_bytes, shared_names, parameter_dtypes = _totals_storage(
-        named_modules
-    )
+    storage, shared_tensors, shared_names, parameter_dtypes = _totals_storage(named_modules)
     dtypes = _model_dtypes(parameter_dtypes, inputs)
     diagnostics: list[Diagnostic] = []
     if shared_names:
@@ -1085,16 +1085,17 @@ def _build_report(
     else:
         module_totals = {kind: _not_requested(kind) for kind in ("flops", "macs", "dmas")}
     totals: AnalysisTotals = {
-        "parameters": counts["parameters"],
-        "trainable_parameters": counts["trainable_parameters"],
-        "frozen_parameters": counts["frozen_parameters"],
-        "buffers": counts["buffers"],
-        "shared_tensors": counts["shared_tensors"],
-        "parameter_bytes": parameter_bytes,
-        "buffer_bytes": buffer_bytes,
+        "parameters": storage["parameters"],
+        "trainable_parameters": storage["trainable_parameters"],
+        "frozen_parameters": storage["frozen_parameters"],
+        "parameter_bytes": storage["parameter_bytes"],
+        "buffer_elements": storage["buffer_elements"],
+        "buffer_bytes": storage["buffer_bytes"],
+        "shared_tensors": shared_tensors,
         "module_flops": module_totals["flops"],
-        "module_macs": module_totals["macs"],
-        "module_dmas": module_totals["dmas"],
+        "operator_flops": operator_flops["total"].copy(),
+        "macs": module_totals["macs"],
+        "dmas": module_totals["dmas"],
     }
     counted_modules: set[int] = set()
     layers = [_layer(call, counted_modules, mode) for call in calls]
@@ -1128,9 +1129,9 @@ def _strict_check(report: AnalysisReport) -> None:
     totals = report["totals"]
     requested = {
         "module_flops": totals["module_flops"],
-        "module_macs": totals["module_macs"],
-        "module_dmas": totals["module_dmas"],
-        "operator_flops": report["operator_flops"]["total"],
+        "macs": totals["macs"],
+        "dmas": totals["dmas"],
+        "operator_flops": totals["operator_flops"],
     }
     incomplete: list[tuple[str, str]] = [
         (name, str(m["status"])) for name, m in requested.items() if m["status"] != "complete"

@@ -279,18 +279,23 @@ class OperatorFlops(TypedDict):
 
 
 class AnalysisTotals(TypedDict):
-    """Model-wide totals; storage is not peak memory."""
+    """Model-wide totals; storage is not peak memory.
 
-    parameters: int
-    trainable_parameters: int
-    frozen_parameters: int
-    buffers: int
-    shared_tensors: int
+    The names and layout of torchscan 0.2's totals: every total is a ``MetricResult`` except
+    ``shared_tensors``; ``operator_flops`` repeats ``operator_flops["total"]`` of the report.
+    """
+
+    parameters: MetricResult
+    trainable_parameters: MetricResult
+    frozen_parameters: MetricResult
     parameter_bytes: MetricResult
+    buffer_elements: MetricResult
     buffer_bytes: MetricResult
+    shared_tensors: int
     module_flops: MetricResult
-    module_macs: MetricResult
-    module_dmas: MetricResult
+    operator_flops: MetricResult
+    macs: MetricResult
+    dmas: MetricResult
 
 
 class ReceptiveField(TypedDict):

@@ -5,7 +5,8 @@
 //!   two sides' statuses. `before` (`after`) is set when that side is complete; `delta` is set only
 //!   when both are, and otherwise `reason` says which side is not complete and why, for example
 //!   `before is partial: FusedGELU has no estimate formula`. Element counts (`parameters`,
-//!   `trainable_parameters`, `frozen_parameters`, `buffers`, `shared_tensors`) are always complete.
+//!   `trainable_parameters`, `frozen_parameters`, `buffer_elements`, `shared_tensors`) are always
+//!   complete.
 //! - **Layers** are matched by identity, module path plus call index: `layers_added` are only in
 //!   the report after, `layers_removed` only in the report before, and `layers_changed` are in both
 //!   with at least one differing field among `type_name`, `inputs`, `output`, `parameters`,
@@ -334,35 +335,42 @@ fn metric_delta(
 fn totals(before: &AnalysisReport, after: &AnalysisReport) -> Vec<TotalDelta> {
     let (b, a) = (&before.totals, &after.totals);
     vec![
-        count_delta("parameters", b.parameters, a.parameters),
-        count_delta(
+        metric_delta("parameters", "count", &b.parameters, &a.parameters),
+        metric_delta(
             "trainable_parameters",
-            b.trainable_parameters,
-            a.trainable_parameters,
+            "count",
+            &b.trainable_parameters,
+            &a.trainable_parameters,
         ),
-        count_delta(
+        metric_delta(
             "frozen_parameters",
-            b.frozen_parameters,
-            a.frozen_parameters,
+            "count",
+            &b.frozen_parameters,
+            &a.frozen_parameters,
         ),
-        count_delta("buffers", b.buffers, a.buffers),
-        count_delta("shared_tensors", b.shared_tensors, a.shared_tensors),
         metric_delta(
             "parameter_bytes",
             "B",
             &b.parameter_bytes,
             &a.parameter_bytes,
         ),
+        metric_delta(
+            "buffer_elements",
+            "count",
+            &b.buffer_elements,
+            &a.buffer_elements,
+        ),
         metric_delta("buffer_bytes", "B", &b.buffer_bytes, &a.buffer_bytes),
+        count_delta("shared_tensors", b.shared_tensors, a.shared_tensors),
         metric_delta("module_flops", "FLOPs", &b.module_flops, &a.module_flops),
-        metric_delta("module_macs", "MACs", &b.module_macs, &a.module_macs),
-        metric_delta("module_dmas", "DMAs", &b.module_dmas, &a.module_dmas),
         metric_delta(
             "operator_flops",
             "FLOPs",
             &before.operator_flops.total,
             &after.operator_flops.total,
         ),
+        metric_delta("macs", "MACs", &b.macs, &a.macs),
+        metric_delta("dmas", "DMAs", &b.dmas, &a.dmas),
     ]
 }
 

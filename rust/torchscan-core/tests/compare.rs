@@ -57,14 +57,14 @@ const TOTALS: [(&str, &str); 11] = [
     ("parameters", "count"),
     ("trainable_parameters", "count"),
     ("frozen_parameters", "count"),
-    ("buffers", "count"),
-    ("shared_tensors", "count"),
     ("parameter_bytes", "B"),
+    ("buffer_elements", "count"),
     ("buffer_bytes", "B"),
+    ("shared_tensors", "count"),
     ("module_flops", "FLOPs"),
-    ("module_macs", "MACs"),
-    ("module_dmas", "DMAs"),
     ("operator_flops", "FLOPs"),
+    ("macs", "MACs"),
+    ("dmas", "DMAs"),
 ];
 
 #[test]
@@ -111,14 +111,14 @@ fn a_widened_model_changes_totals_and_layers() {
         ("parameters", 314.0, 618.0),
         ("trainable_parameters", 314.0, 618.0),
         ("frozen_parameters", 0.0, 0.0),
-        ("buffers", 0.0, 0.0),
-        ("shared_tensors", 0.0, 0.0),
         ("parameter_bytes", 1256.0, 2472.0),
+        ("buffer_elements", 0.0, 0.0),
         ("buffer_bytes", 0.0, 0.0),
+        ("shared_tensors", 0.0, 0.0),
         ("module_flops", 403_360.0, 806_720.0),
-        ("module_macs", 201_680.0, 403_360.0),
-        ("module_dmas", 223_540.0, 447_060.0),
         ("operator_flops", 388_960.0, 777_920.0),
+        ("macs", 201_680.0, 403_360.0),
+        ("dmas", 223_540.0, 447_060.0),
     ];
     for (metric, b, a) in expected {
         let total = total(&diff, metric);
@@ -285,14 +285,14 @@ fn an_unavailable_side_is_the_weakest_status() {
     // Partial before, unavailable after: unavailable.
     let partial = analysis("analysis_partial_operator_flops_tied_weights.json");
     let mut unavailable = partial.clone();
-    unavailable.totals.module_macs = torchscan_core::schema::common::MetricResult::unavailable(
+    unavailable.totals.macs = torchscan_core::schema::common::MetricResult::unavailable(
         "MACs",
         "sum over every module call of the module's own estimate",
-        &partial.totals.module_macs.method,
+        &partial.totals.macs.method,
         "the estimate failed",
     );
     let diff = valid_diff(&partial, &unavailable);
-    let macs = total(&diff, "module_macs");
+    let macs = total(&diff, "macs");
     assert_eq!(macs.status, MetricStatus::Unavailable);
     assert_eq!(
         macs.reason.as_deref(),
@@ -554,13 +554,13 @@ fn invalid_input_lists_the_problems_of_each_side() {
     assert_eq!(problems[0].path, "before:$");
     assert_eq!(problems[0].message, "a report must be a JSON object");
 
-    let broken = valid.replacen("\"parameters\": 314", "\"parameters\": 1", 1);
+    let broken = valid.replacen("\"shared_tensors\": 0", "\"shared_tensors\": -1", 1);
     let failure = compare_report_texts(&valid, &broken).expect_err("invalid after");
     let CompareFailure::Invalid { before, after } = &failure else {
         panic!("expected invalid input, got {failure}");
     };
     assert!(before.is_empty());
-    assert_eq!(after[0].path, "$.totals.parameters");
+    assert_eq!(after[0].path, "$.totals.shared_tensors");
     assert!(
         failure
             .problems()
@@ -570,7 +570,7 @@ fn invalid_input_lists_the_problems_of_each_side() {
     assert!(
         failure
             .to_string()
-            .starts_with("invalid input (1 problem):\n  after:$.totals.parameters: ")
+            .starts_with("invalid input (1 problem):\n  after:$.totals.shared_tensors: ")
     );
 
     let failure = compare_report_texts("not json", "{\"schema_version\": 1}").expect_err("both");

@@ -411,10 +411,13 @@ fn analysis_page(page: &mut Page, report: &AnalysisReport) {
         title: "Totals".to_owned(),
         facts: vec![
             fact("Mode", snake_name(&report.mode)),
-            fact("Parameters", count(t.parameters)),
-            fact("Trainable parameters", count(t.trainable_parameters)),
-            fact("Frozen parameters", count(t.frozen_parameters)),
-            fact("Buffers", count(t.buffers)),
+            fact("Parameters", format_metric(&t.parameters)),
+            fact(
+                "Trainable parameters",
+                format_metric(&t.trainable_parameters),
+            ),
+            fact("Frozen parameters", format_metric(&t.frozen_parameters)),
+            fact("Buffers", format_metric(&t.buffer_elements)),
             fact("Shared tensors", count(t.shared_tensors)),
             fact(
                 "Inputs",
@@ -430,8 +433,8 @@ fn analysis_page(page: &mut Page, report: &AnalysisReport) {
             card("Parameter memory", &t.parameter_bytes),
             card("Buffer memory", &t.buffer_bytes),
             card("Module FLOPs", &t.module_flops),
-            card("Module MACs", &t.module_macs),
-            card("Module DMAs", &t.module_dmas),
+            card("Module MACs", &t.macs),
+            card("Module DMAs", &t.dmas),
         ],
         ..Section::default()
     });

@@ -21,29 +21,34 @@ pub enum AnalysisMode {
 }
 
 /// Model-wide totals. Storage is the size of parameters and buffers, not peak memory.
+///
+/// The names and the layout are those of torchscan 0.2's `totals`, so its callers keep working:
+/// every total is a [`MetricResult`] except `shared_tensors`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnalysisTotals {
-    /// Parameter elements, shared tensors counted once.
-    pub parameters: u64,
-    /// Elements of parameters that require grad.
-    pub trainable_parameters: u64,
-    /// Elements of parameters that do not require grad.
-    pub frozen_parameters: u64,
-    /// Buffer elements, shared tensors counted once.
-    pub buffers: u64,
-    /// Parameters or buffers reachable under more than one name, counted once.
-    pub shared_tensors: u64,
+    /// Parameter elements, shared tensors counted once (unit `count`, always complete).
+    pub parameters: MetricResult,
+    /// Elements of parameters that require grad (unit `count`, always complete).
+    pub trainable_parameters: MetricResult,
+    /// Elements of parameters that do not require grad (unit `count`, always complete).
+    pub frozen_parameters: MetricResult,
     /// Bytes of parameter storage (unit `B`).
     pub parameter_bytes: MetricResult,
+    /// Buffer elements, shared tensors counted once (unit `count`, always complete).
+    pub buffer_elements: MetricResult,
     /// Bytes of buffer storage (unit `B`).
     pub buffer_bytes: MetricResult,
+    /// Parameters or buffers reachable under more than one name, counted once.
+    pub shared_tensors: u64,
     /// Sum of module FLOP estimates (unit `FLOPs`); never added to operator FLOPs.
     pub module_flops: MetricResult,
+    /// Operator FLOPs of the forward (unit `FLOPs`): a copy of `operator_flops.total`.
+    pub operator_flops: MetricResult,
     /// Sum of module multiply-accumulate estimates (unit `MACs`).
-    pub module_macs: MetricResult,
+    pub macs: MetricResult,
     /// Sum of module memory-access estimates (unit `DMAs`).
-    pub module_dmas: MetricResult,
+    pub dmas: MetricResult,
 }
 
 /// Receptive field, effective stride and padding per spatial dimension along convolution chains.

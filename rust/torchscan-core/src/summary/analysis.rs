@@ -176,9 +176,9 @@ pub(super) fn summarize_analysis(
         2,
         &format!(
             "Parameters: {} (trainable {}, frozen {})",
-            group_thousands(totals.parameters as f64, 0),
-            group_thousands(totals.trainable_parameters as f64, 0),
-            group_thousands(totals.frozen_parameters as f64, 0)
+            format_metric(&totals.parameters),
+            format_metric(&totals.trainable_parameters),
+            format_metric(&totals.frozen_parameters)
         ),
     );
     if totals.shared_tensors > 0 {
@@ -191,7 +191,7 @@ pub(super) fn summarize_analysis(
     push_line(
         out,
         2,
-        &format!("Buffers: {}", group_thousands(totals.buffers as f64, 0)),
+        &format!("Buffers: {}", format_metric(&totals.buffer_elements)),
     );
     push_line(
         out,
@@ -211,8 +211,8 @@ pub(super) fn summarize_analysis(
     );
     for (label, metric) in [
         ("Module FLOPs (estimate)", &totals.module_flops),
-        ("Module MACs (estimate)", &totals.module_macs),
-        ("Module DMAs (estimate)", &totals.module_dmas),
+        ("Module MACs (estimate)", &totals.macs),
+        ("Module DMAs (estimate)", &totals.dmas),
     ] {
         push_line(out, 2, &format!("{label}: {}", format_metric(metric)));
     }
@@ -221,7 +221,7 @@ pub(super) fn summarize_analysis(
         2,
         &format!(
             "Operator FLOPs (separate view, never add to module FLOPs): {}",
-            format_metric(&report.operator_flops.total)
+            format_metric(&totals.operator_flops)
         ),
     );
     push_diagnostics(out, &report.diagnostics);

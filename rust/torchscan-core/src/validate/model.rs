@@ -4,7 +4,7 @@ use super::{
     Checker, approx_equal, check_metric, check_value_meta, check_value_metas, has_diagnostic,
 };
 use crate::schema::analysis::{AnalysisMode, AnalysisReport, Layer, ReceptiveField};
-use crate::schema::common::{Diagnostic, DiagnosticCode, MetricStatus};
+use crate::schema::common::{Diagnostic, DiagnosticCode, MetricResult, MetricStatus};
 use crate::schema::flops::{FlopReport, OperatorFlops};
 use std::collections::BTreeSet;
 
@@ -229,6 +229,24 @@ fn check_layer(c: &mut Checker, layer: &Layer, mode: AnalysisMode) {
     check_receptive_field(c, &layer.receptive_field);
 }
 
+/// An element count among the totals: complete, unit `count`, a whole number.
+fn check_count_metric(c: &mut Checker, key: &str, metric: &MetricResult) {
+    check_metric(c, key, metric, Some("count"));
+    c.at(key, |c| {
+        if metric.status != MetricStatus::Complete {
+            c.problem_at("status", "an element count is always complete");
+        }
+        if let Some(value) = metric.value
+            && value.fract() != 0.0
+        {
+            c.problem_at(
+                "value",
+                format!("an element count is a whole number, found {value}"),
+            );
+        }
+    });
+}
+
 pub(super) fn check_analysis(c: &mut Checker, report: &AnalysisReport) {
     check_value_metas(c, "inputs", &report.inputs);
     c.at("input_kwargs", |c| {
@@ -241,25 +259,36 @@ pub(super) fn check_analysis(c: &mut Checker, report: &AnalysisReport) {
     });
     let totals = &report.totals;
     c.at("totals", |c| {
-        if totals
-            .trainable_parameters
-            .checked_add(totals.frozen_parameters)
-            != Some(totals.parameters)
+        for (key, metric) in [
+            ("parameters", &totals.parameters),
+            ("trainable_parameters", &totals.trainable_parameters),
+            ("frozen_parameters", &totals.frozen_parameters),
+            ("buffer_elements", &totals.buffer_elements),
+        ] {
+            check_count_metric(c, key, metric);
+        }
+        if let (Some(parameters), Some(trainable), Some(frozen)) = (
+            totals.parameters.value,
+            totals.trainable_parameters.value,
+            totals.frozen_parameters.value,
+        ) && trainable + frozen != parameters
         {
-            c.problem_at(
-                "parameters",
-                format!(
-                    "must equal trainable_parameters + frozen_parameters ({} + {})",
-                    totals.trainable_parameters, totals.frozen_parameters
-                ),
-            );
+            c.at("parameters", |c| {
+                c.problem_at(
+                    "value",
+                    format!(
+                        "must equal trainable_parameters + frozen_parameters ({trainable} + {frozen})"
+                    ),
+                )
+            });
         }
         check_metric(c, "parameter_bytes", &totals.parameter_bytes, Some("B"));
         check_metric(c, "buffer_bytes", &totals.buffer_bytes, Some("B"));
         for (key, metric, unit) in [
             ("module_flops", &totals.module_flops, "FLOPs"),
-            ("module_macs", &totals.module_macs, "MACs"),
-            ("module_dmas", &totals.module_dmas, "DMAs"),
+            ("operator_flops", &totals.operator_flops, "FLOPs"),
+            ("macs", &totals.macs, "MACs"),
+            ("dmas", &totals.dmas, "DMAs"),
         ] {
             check_metric(c, key, metric, Some(unit));
             if report.mode == AnalysisMode::Structure && metric.status != MetricStatus::Unavailable
@@ -271,6 +300,12 @@ pub(super) fn check_analysis(c: &mut Checker, report: &AnalysisReport) {
                     )
                 });
             }
+        }
+        if totals.operator_flops != report.operator_flops.total {
+            c.problem_at(
+                "operator_flops",
+                "must equal operator_flops.total (the same metric, repeated among the totals)",
+            );
         }
         if totals.shared_tensors > 0
             && !has_diagnostic(&report.diagnostics, DiagnosticCode::SharedTensors)
