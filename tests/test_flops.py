@@ -198,6 +198,9 @@ def test_matmul_oracle() -> None:
     report = measure_flops(lambda: a @ b)
     assert status(report) == "complete"
     assert counted(report) == {"aten::mm": 524_288}
+    # The total at the top, where torchscan 0.2's callers read it, is the view's total.
+    assert report["total"]["value"] == 524_288
+    assert report["total"] == report["operator_flops"]["total"]
 
 
 def test_lstm_oracle_in_every_grad_mode() -> None:
@@ -288,6 +291,7 @@ def test_custom_op_without_formula_is_partial_with_diagnostic() -> None:
     assert flops["total"]["value"] is None
     assert flops["total"]["known_value"] == 1_024
     assert "torchscan_test::scale" in flops["total"]["reason"]
+    assert report["total"] == flops["total"]
     assert flops["uncounted"] == [{"operator": "torchscan_test::scale", "calls": 1}]
     (diagnostic,) = report["diagnostics"]
     assert diagnostic["code"] == "uncounted_operator"

@@ -533,6 +533,7 @@ def measure_flops(
     with counter:
         fn()
     qualname = getattr(fn, "__qualname__", None)
+    operator_flops = counter.operator_flops(_CALL_SCOPE)
     report: FlopReport = {
         "schema_version": 1,
         "kind": "flops",
@@ -545,7 +546,8 @@ def measure_flops(
         ),
         "diagnostics": counter.diagnostics(),
         "callable": qualname if isinstance(qualname, str) else None,
-        "operator_flops": counter.operator_flops(_CALL_SCOPE),
+        "total": operator_flops["total"].copy(),
+        "operator_flops": operator_flops,
     }
     # Our own report must be valid; a problem here is a torchscan bug and is raised as such.
     validate_report(report)

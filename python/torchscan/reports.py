@@ -342,13 +342,14 @@ class AnalysisReport(TypedDict):
 
 
 class FlopReport(TypedDict):
-    """The report of ``measure_flops``."""
+    """The report of ``measure_flops``; ``total`` repeats ``operator_flops["total"]``."""
 
     schema_version: Literal[1]
     kind: Literal["flops"]
     context: Context
     diagnostics: list[Diagnostic]
     callable: str | None
+    total: MetricResult
     operator_flops: OperatorFlops
 
 

@@ -101,6 +101,9 @@ pub struct FlopReport {
     pub diagnostics: Vec<Diagnostic>,
     /// The callable's qualified name, when it has one.
     pub callable: Option<String>,
+    /// The operator FLOPs total (unit `FLOPs`), repeated from `operator_flops.total`: where
+    /// torchscan 0.2's callers read it.
+    pub total: MetricResult,
     /// The operator FLOPs view.
     pub operator_flops: OperatorFlops,
 }

@@ -351,6 +351,13 @@ pub(super) fn check_analysis(c: &mut Checker, report: &AnalysisReport) {
 }
 
 pub(super) fn check_flops(c: &mut Checker, report: &FlopReport) {
+    check_metric(c, "total", &report.total, Some("FLOPs"));
+    if report.total != report.operator_flops.total {
+        c.problem_at(
+            "total",
+            "must equal operator_flops.total (the same metric, repeated at the top)",
+        );
+    }
     check_operator_flops(
         c,
         "operator_flops",
