@@ -45,15 +45,17 @@ def load(path: Path) -> dict[str, Any]:
 
 
 def total(diff: Any, metric: str) -> Any:
-    return next(t for t in diff["totals"] if t["metric"] == metric)
+    return diff["totals"][metric]
 
 
 @pytest.mark.parametrize("path", ANALYSES, ids=lambda p: p.name)
 def test_a_report_compared_with_itself_has_no_change(path: Path) -> None:
     diff = compare_reports(path, path)
     assert validate_report(diff) == "report_diff"
-    assert [(t["metric"], t["unit"]) for t in diff["totals"]] == TOTALS
-    for entry in diff["totals"]:
+    # keyed by the analysis report's total names, sorted, as torchscan 0.2's diff was
+    assert list(diff["totals"]) == sorted(name for name, _ in TOTALS)
+    assert [(name, diff["totals"][name]["unit"]) for name, _ in TOTALS] == TOTALS
+    for entry in diff["totals"].values():
         if entry["status"] == "complete":
             assert entry["delta"] == 0
             assert entry["before"] == entry["after"]
@@ -61,9 +63,9 @@ def test_a_report_compared_with_itself_has_no_change(path: Path) -> None:
         else:
             assert entry["delta"] is None
             assert entry["reason"]
-    assert diff["layers_added"] == []
-    assert diff["layers_removed"] == []
-    assert diff["layers_changed"] == []
+    assert diff["layers"]["added"] == []
+    assert diff["layers"]["removed"] == []
+    assert diff["layers"]["changed"] == []
     assert diff["diagnostics"] == []
     report = load(path)
     assert diff["before"]["model_type"] == report["context"]["model_type"]
@@ -86,10 +88,10 @@ def test_a_widened_model_changes_totals_and_layers() -> None:
     assert flops["status"] == "complete"
     assert flops["delta"] == 403_360
     assert total(diff, "operator_flops")["after"] == 777_920
-    assert diff["layers_added"] == [{"path": "5", "call_index": 0, "type_name": "Identity"}]
-    assert diff["layers_removed"] == []
-    assert [layer["path"] for layer in diff["layers_changed"]] == ["0", "1", "2", "3", "4"]
-    conv = diff["layers_changed"][0]
+    assert diff["layers"]["added"] == [{"path": "5", "call_index": 0, "type_name": "Identity"}]
+    assert diff["layers"]["removed"] == []
+    assert [layer["path"] for layer in diff["layers"]["changed"]] == ["0", "1", "2", "3", "4"]
+    conv = diff["layers"]["changed"][0]
     assert conv["changes"][0] == {
         "field": "output",
         "before": "tensor [1, 8, 30, 30] float32",
@@ -100,8 +102,8 @@ def test_a_widened_model_changes_totals_and_layers() -> None:
     assert (structure["code"], structure["severity"]) == ("structure_changed", "info")
 
     reverse = compare_reports(WIDENED, SMALL)
-    assert reverse["layers_removed"] == diff["layers_added"]
-    assert reverse["layers_added"] == []
+    assert reverse["layers"]["removed"] == diff["layers"]["added"]
+    assert reverse["layers"]["added"] == []
     assert total(reverse, "parameters")["delta"] == -304
 
 

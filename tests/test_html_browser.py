@@ -492,7 +492,7 @@ def key_texts(report: dict[str, Any]) -> list[str]:
         if report["check"]["status"] == "failed":
             texts += ["Deltas withheld: the output check failed."]
     elif kind == "report_diff":
-        texts += [f"Layers added ({len(report['layers_added'])})", "Layers changed"]
+        texts += [f"Layers added ({len(report['layers']['added'])})", "Layers changed"]
     return texts
 
 

@@ -36,11 +36,13 @@ def compare_reports(before: ReportInput, after: ReportInput) -> ReportDiff:
     return it), JSON text (``str`` or UTF-8 ``bytes``) or a path object (``os.PathLike``; a plain
     ``str`` is JSON text, not a file name).
 
-    Each model-wide total (parameters, buffers, storage bytes, module FLOPs/MACs/DMAs and operator
-    FLOPs) is compared with the weaker status of the two sides: ``before``/``after`` are set for a
-    complete side, and ``delta`` only when both sides are complete; otherwise ``reason`` says
-    which side is not complete and why. Layers are matched by module path and call index into
-    ``layers_added``, ``layers_removed`` and ``layers_changed``. A ``context_mismatch`` warning
+    Each model-wide total of the analysis report (parameters, buffers, storage bytes, module
+    FLOPs/MACs/DMAs and operator FLOPs) is compared with the weaker status of the two sides, in
+    ``totals[name]`` as torchscan 0.2 did (``diff["totals"]["parameters"]["delta"]``):
+    ``before``/``after`` are set for a complete side, and ``delta`` only when both sides are
+    complete; otherwise ``reason`` says which side is not complete and why. Layers are matched by
+    module path and call index into ``layers["added"]``, ``layers["removed"]`` and
+    ``layers["changed"]``. A ``context_mismatch`` warning
     notes a different device, dtypes, torch version or training mode; a ``structure_changed``
     note notes added or removed layers. The result is the one ``torchscan-report diff`` writes
     with ``--format json``, and it is validated before it is returned.

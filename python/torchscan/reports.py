@@ -34,6 +34,7 @@ __all__ = [
     "FlopReport",
     "Layer",
     "LayerChange",
+    "LayerChanges",
     "LayerRef",
     "LeafCheck",
     "MetricDelta",
@@ -549,9 +550,8 @@ class BenchmarkComparisonReport(TypedDict):
 
 
 class TotalDelta(TypedDict):
-    """The change of one model-wide total."""
+    """The change of one model-wide total; its name is its key in ``totals``."""
 
-    metric: str
     unit: str
     status: MetricStatus
     before: float | None
@@ -585,6 +585,14 @@ class LayerChange(TypedDict):
     changes: list[FieldChange]
 
 
+class LayerChanges(TypedDict):
+    """The layers of a diff, matched by module path and call index."""
+
+    added: list[LayerRef]
+    removed: list[LayerRef]
+    changed: list[LayerChange]
+
+
 class DiffSide(TypedDict):
     """One side of a diff."""
 
@@ -601,10 +609,8 @@ class ReportDiffReport(TypedDict):
     diagnostics: list[Diagnostic]
     before: DiffSide
     after: DiffSide
-    totals: list[TotalDelta]
-    layers_added: list[LayerRef]
-    layers_removed: list[LayerRef]
-    layers_changed: list[LayerChange]
+    totals: dict[str, TotalDelta]
+    layers: LayerChanges
 
 
 #: The names the product documentation uses for three report kinds.

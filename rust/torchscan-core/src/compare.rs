@@ -7,8 +7,8 @@
 //!   `before is partial: FusedGELU has no estimate formula`. Element counts (`parameters`,
 //!   `trainable_parameters`, `frozen_parameters`, `buffer_elements`, `shared_tensors`) are always
 //!   complete.
-//! - **Layers** are matched by identity, module path plus call index: `layers_added` are only in
-//!   the report after, `layers_removed` only in the report before, and `layers_changed` are in both
+//! - **Layers** are matched by identity, module path plus call index: `layers.added` are only in
+//!   the report after, `layers.removed` only in the report before, and `layers.changed` are in both
 //!   with at least one differing field among `type_name`, `inputs`, `output`, `parameters`,
 //!   `trainable_parameters`, `buffers`, `flops`, `macs` and `dmas` (listed in that order).
 //!   Added and changed layers follow the order of the report after; removed layers the order of
@@ -31,7 +31,8 @@ use crate::schema::common::{
     Context, Diagnostic, DiagnosticCode, MetricResult, MetricStatus, Severity, ValueMeta,
 };
 use crate::schema::diff::{
-    DiffSide, FieldChange, LayerChange, LayerRef, ReportDiffKind, ReportDiffReport, TotalDelta,
+    DiffSide, FieldChange, LayerChange, LayerChanges, LayerRef, ReportDiffKind, ReportDiffReport,
+    TotalDelta,
 };
 use crate::schema::{Report, ReportKind};
 use crate::summary::group_thousands;
@@ -251,10 +252,9 @@ fn check_comparable(before: &AnalysisReport, after: &AnalysisReport) -> Result<(
 }
 
 /// A total of element counts: always complete.
-fn count_delta(metric: &str, before: u64, after: u64) -> TotalDelta {
+fn count_delta(before: u64, after: u64) -> TotalDelta {
     let (before, after) = (before as f64, after as f64);
     TotalDelta {
-        metric: metric.to_owned(),
         unit: "count".to_owned(),
         status: MetricStatus::Complete,
         before: Some(before),
@@ -288,12 +288,7 @@ fn side_reason(side: Side, metric: &MetricResult) -> Option<String> {
 
 /// A total of metrics: the weaker status, a side's value only when it is complete, the delta only
 /// when both are.
-fn metric_delta(
-    metric: &str,
-    unit: &str,
-    before: &MetricResult,
-    after: &MetricResult,
-) -> TotalDelta {
+fn metric_delta(unit: &str, before: &MetricResult, after: &MetricResult) -> TotalDelta {
     let before_value = complete_value(before);
     let after_value = complete_value(after);
     let mut status = before.status.weaker(after.status);
@@ -322,7 +317,6 @@ fn metric_delta(
         })
     };
     TotalDelta {
-        metric: metric.to_owned(),
         unit: unit.to_owned(),
         status,
         before: before_value,
@@ -332,46 +326,85 @@ fn metric_delta(
     }
 }
 
-fn totals(before: &AnalysisReport, after: &AnalysisReport) -> Vec<TotalDelta> {
+/// The names of the totals, in the order of the analysis report's `totals` (the order renderers
+/// show them in; the diff's `totals` map is sorted by name).
+pub const TOTAL_ORDER: [&str; 11] = [
+    "parameters",
+    "trainable_parameters",
+    "frozen_parameters",
+    "parameter_bytes",
+    "buffer_elements",
+    "buffer_bytes",
+    "shared_tensors",
+    "module_flops",
+    "operator_flops",
+    "macs",
+    "dmas",
+];
+
+fn totals(before: &AnalysisReport, after: &AnalysisReport) -> BTreeMap<String, TotalDelta> {
     let (b, a) = (&before.totals, &after.totals);
-    vec![
-        metric_delta("parameters", "count", &b.parameters, &a.parameters),
-        metric_delta(
+    [
+        (
+            "parameters",
+            metric_delta("count", &b.parameters, &a.parameters),
+        ),
+        (
             "trainable_parameters",
-            "count",
-            &b.trainable_parameters,
-            &a.trainable_parameters,
+            metric_delta("count", &b.trainable_parameters, &a.trainable_parameters),
         ),
-        metric_delta(
+        (
             "frozen_parameters",
-            "count",
-            &b.frozen_parameters,
-            &a.frozen_parameters,
+            metric_delta("count", &b.frozen_parameters, &a.frozen_parameters),
         ),
-        metric_delta(
+        (
             "parameter_bytes",
-            "B",
-            &b.parameter_bytes,
-            &a.parameter_bytes,
+            metric_delta("B", &b.parameter_bytes, &a.parameter_bytes),
         ),
-        metric_delta(
+        (
             "buffer_elements",
-            "count",
-            &b.buffer_elements,
-            &a.buffer_elements,
+            metric_delta("count", &b.buffer_elements, &a.buffer_elements),
         ),
-        metric_delta("buffer_bytes", "B", &b.buffer_bytes, &a.buffer_bytes),
-        count_delta("shared_tensors", b.shared_tensors, a.shared_tensors),
-        metric_delta("module_flops", "FLOPs", &b.module_flops, &a.module_flops),
-        metric_delta(
+        (
+            "buffer_bytes",
+            metric_delta("B", &b.buffer_bytes, &a.buffer_bytes),
+        ),
+        (
+            "shared_tensors",
+            count_delta(b.shared_tensors, a.shared_tensors),
+        ),
+        (
+            "module_flops",
+            metric_delta("FLOPs", &b.module_flops, &a.module_flops),
+        ),
+        (
             "operator_flops",
-            "FLOPs",
-            &before.operator_flops.total,
-            &after.operator_flops.total,
+            metric_delta(
+                "FLOPs",
+                &before.operator_flops.total,
+                &after.operator_flops.total,
+            ),
         ),
-        metric_delta("macs", "MACs", &b.macs, &a.macs),
-        metric_delta("dmas", "DMAs", &b.dmas, &a.dmas),
+        ("macs", metric_delta("MACs", &b.macs, &a.macs)),
+        ("dmas", metric_delta("DMAs", &b.dmas, &a.dmas)),
     ]
+    .into_iter()
+    .map(|(name, delta)| (name.to_owned(), delta))
+    .collect()
+}
+
+/// The diff's totals in [`TOTAL_ORDER`], then any other name in sorted order.
+pub fn ordered_totals(totals: &BTreeMap<String, TotalDelta>) -> Vec<(&str, &TotalDelta)> {
+    let known = TOTAL_ORDER
+        .iter()
+        .filter_map(|name| totals.get_key_value(*name));
+    let others = totals
+        .iter()
+        .filter(|(name, _)| !TOTAL_ORDER.contains(&name.as_str()));
+    known
+        .chain(others)
+        .map(|(name, delta)| (name.as_str(), delta))
+        .collect()
 }
 
 /// An integer with thousands separators: `1,234,567`.
@@ -754,9 +787,11 @@ pub fn compare_reports(
         before: side(before),
         after: side(after),
         totals: totals(before, after),
-        layers_added,
-        layers_removed,
-        layers_changed,
+        layers: LayerChanges {
+            added: layers_added,
+            removed: layers_removed,
+            changed: layers_changed,
+        },
     })
 }
 

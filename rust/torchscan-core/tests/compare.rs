@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use torchscan_core::compare::Side;
+use torchscan_core::compare::{Side, ordered_totals};
 use torchscan_core::schema::analysis::{AnalysisMode, AnalysisReport};
 use torchscan_core::schema::common::{DiagnosticCode, MetricStatus, Severity};
 use torchscan_core::schema::diff::{ReportDiffReport, TotalDelta};
@@ -48,8 +48,7 @@ fn valid_diff(before: &AnalysisReport, after: &AnalysisReport) -> ReportDiffRepo
 
 fn total<'a>(diff: &'a ReportDiffReport, metric: &str) -> &'a TotalDelta {
     diff.totals
-        .iter()
-        .find(|total| total.metric == metric)
+        .get(metric)
         .unwrap_or_else(|| panic!("no total `{metric}`"))
 }
 
@@ -72,24 +71,24 @@ fn a_report_compared_with_itself_has_no_change() {
     for name in ANALYSES {
         let report = analysis(name);
         let diff = valid_diff(&report, &report);
-        let metrics: Vec<(&str, &str)> = diff
-            .totals
-            .iter()
-            .map(|t| (t.metric.as_str(), t.unit.as_str()))
+        let metrics: Vec<(&str, &str)> = ordered_totals(&diff.totals)
+            .into_iter()
+            .map(|(name, t)| (name, t.unit.as_str()))
             .collect();
         assert_eq!(metrics, TOTALS, "{name}");
-        for total in &diff.totals {
+        assert_eq!(diff.totals.len(), TOTALS.len(), "{name}");
+        for (metric, total) in &diff.totals {
             if total.status == MetricStatus::Complete {
-                assert_eq!(total.delta, Some(0.0), "{name} {}", total.metric);
-                assert_eq!(total.before, total.after, "{name} {}", total.metric);
+                assert_eq!(total.delta, Some(0.0), "{name} {metric}");
+                assert_eq!(total.before, total.after, "{name} {metric}");
             } else {
-                assert_eq!(total.delta, None, "{name} {}", total.metric);
-                assert!(total.reason.is_some(), "{name} {}", total.metric);
+                assert_eq!(total.delta, None, "{name} {metric}");
+                assert!(total.reason.is_some(), "{name} {metric}");
             }
         }
-        assert!(diff.layers_added.is_empty(), "{name}");
-        assert!(diff.layers_removed.is_empty(), "{name}");
-        assert!(diff.layers_changed.is_empty(), "{name}");
+        assert!(diff.layers.added.is_empty(), "{name}");
+        assert!(diff.layers.removed.is_empty(), "{name}");
+        assert!(diff.layers.changed.is_empty(), "{name}");
         assert!(
             diff.diagnostics.is_empty(),
             "{name}: {:?}",
@@ -132,20 +131,22 @@ fn a_widened_model_changes_totals_and_layers() {
     }
 
     let added: Vec<_> = diff
-        .layers_added
+        .layers
+        .added
         .iter()
         .map(|l| (l.path.as_str(), l.call_index, l.type_name.as_str()))
         .collect();
     assert_eq!(added, [("5", 0, "Identity")]);
-    assert!(diff.layers_removed.is_empty());
+    assert!(diff.layers.removed.is_empty());
     let changed: Vec<_> = diff
-        .layers_changed
+        .layers
+        .changed
         .iter()
         .map(|l| l.path.as_str())
         .collect();
     assert_eq!(changed, ["0", "1", "2", "3", "4"], "after's layer order");
 
-    let conv = &diff.layers_changed[0];
+    let conv = &diff.layers.changed[0];
     assert_eq!(conv.type_name, "Conv2d");
     let changes: Vec<_> = conv
         .changes
@@ -167,7 +168,7 @@ fn a_widened_model_changes_totals_and_layers() {
             ("dmas", "201,824 DMAs", "403,648 DMAs"),
         ]
     );
-    let relu = &diff.layers_changed[1];
+    let relu = &diff.layers.changed[1];
     let fields: Vec<_> = relu.changes.iter().map(|c| c.field.as_str()).collect();
     assert_eq!(fields, ["inputs", "output", "flops", "dmas"]);
 
@@ -187,18 +188,19 @@ fn the_reverse_comparison_removes_the_layer_and_negates_the_deltas() {
     let widened = analysis("analysis_small_cnn_widened.json");
     let forward = valid_diff(&small, &widened);
     let reverse = valid_diff(&widened, &small);
-    assert!(reverse.layers_added.is_empty());
+    assert!(reverse.layers.added.is_empty());
     let removed: Vec<_> = reverse
-        .layers_removed
+        .layers
+        .removed
         .iter()
         .map(|l| (l.path.as_str(), l.type_name.as_str()))
         .collect();
     assert_eq!(removed, [("5", "Identity")]);
-    for (f, r) in forward.totals.iter().zip(&reverse.totals) {
-        assert_eq!(f.delta.map(|d| -d), r.delta, "{}", f.metric);
+    for ((metric, f), (_, r)) in forward.totals.iter().zip(&reverse.totals) {
+        assert_eq!(f.delta.map(|d| -d), r.delta, "{metric}");
     }
     assert_eq!(
-        reverse.layers_changed[0].changes[1].before, "448",
+        reverse.layers.changed[0].changes[1].before, "448",
         "before is the widened side"
     );
 }
@@ -241,7 +243,7 @@ fn a_partial_side_gives_no_delta_and_the_weaker_status() {
     );
 
     // Different models: the root type changes, every other layer is added or removed.
-    let root = &diff.layers_changed[0];
+    let root = &diff.layers.changed[0];
     assert_eq!(root.path, "");
     assert_eq!(root.changes[0].field, "type_name");
     assert_eq!(
@@ -251,10 +253,11 @@ fn a_partial_side_gives_no_delta_and_the_weaker_status() {
         ),
         ("Sequential", "TinyLM")
     );
-    assert_eq!(diff.layers_added.len(), 4);
-    assert_eq!(diff.layers_removed.len(), 5);
+    assert_eq!(diff.layers.added.len(), 4);
+    assert_eq!(diff.layers.removed.len(), 5);
     let partial_layer = diff
-        .layers_changed
+        .layers
+        .changed
         .iter()
         .find(|l| l.path == "act")
         .map(|l| l.changes.clone());
@@ -324,14 +327,16 @@ fn layer_metrics_and_values_are_written_as_text() {
     }
     let diff = valid_diff(&before, &after);
     let proj = diff
-        .layers_changed
+        .layers
+        .changed
         .iter()
         .find(|l| l.path == "proj")
         .expect("proj changed");
     assert_eq!(proj.changes[0].field, "flops");
     assert_eq!(proj.changes[0].after, "1,234.500 FLOPs");
     let head = diff
-        .layers_changed
+        .layers
+        .changed
         .iter()
         .find(|l| l.path == "head")
         .expect("head changed");
@@ -355,7 +360,7 @@ fn layer_metrics_and_values_are_written_as_text() {
     act_after.flops =
         torchscan_core::schema::common::MetricResult::complete(10.0, "FLOPs", "s", "m");
     let diff = valid_diff(&before, &with_formula);
-    let change = &diff.layers_changed[0].changes[0];
+    let change = &diff.layers.changed[0].changes[0];
     assert_eq!(change.field, "flops");
     assert_eq!(
         (change.before.as_str(), change.after.as_str()),
@@ -373,7 +378,8 @@ fn changed_layers_follow_the_report_after_and_removed_layers_the_report_before()
     after.layers.reverse();
     let diff = valid_diff(&before, &after);
     let changed: Vec<_> = diff
-        .layers_changed
+        .layers
+        .changed
         .iter()
         .map(|l| l.path.as_str())
         .collect();
@@ -384,7 +390,8 @@ fn changed_layers_follow_the_report_after_and_removed_layers_the_report_before()
     after_two.layers.retain(|l| l.path.is_empty());
     let diff = valid_diff(&before_reversed, &after_two);
     let removed: Vec<_> = diff
-        .layers_removed
+        .layers
+        .removed
         .iter()
         .map(|l| l.path.as_str())
         .collect();
@@ -398,7 +405,7 @@ fn repeated_identities_in_typed_input_are_listed_once() {
     let extra = after.layers[6].clone();
     after.layers.push(extra);
     let diff = valid_diff(&before, &after);
-    assert_eq!(diff.layers_added.len(), 1);
+    assert_eq!(diff.layers.added.len(), 1);
 }
 
 #[test]
@@ -487,7 +494,7 @@ fn json_entry_point_gives_a_valid_deterministic_diff() {
         Err(problems) => panic!("invalid diff: {problems:#?}"),
     }
     let typed = compare_report_texts(&before, &after).expect("comparable");
-    assert_eq!(typed.layers_added.len(), 1);
+    assert_eq!(typed.layers.added.len(), 1);
 }
 
 #[test]

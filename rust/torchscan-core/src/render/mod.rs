@@ -12,6 +12,7 @@ use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
+use crate::compare::ordered_totals;
 use crate::problem::Problem;
 use crate::read::read_report;
 use crate::schema::Report;
@@ -1001,13 +1002,12 @@ fn diff_page(page: &mut Page, report: &ReportDiffReport) {
         table: Some(Table {
             columns: vec!["Metric", "Status", "Before", "After", "Delta", "Reason"],
             numeric: vec![false, false, true, true, true, false],
-            rows: report
-                .totals
-                .iter()
-                .map(|t| Row {
+            rows: ordered_totals(&report.totals)
+                .into_iter()
+                .map(|(name, t)| Row {
                     indent: 0,
                     cells: vec![
-                        t.metric.clone(),
+                        name.to_owned(),
                         t.status.as_str().to_owned(),
                         optional_number(t.before, &t.unit),
                         optional_number(t.after, &t.unit),
@@ -1025,7 +1025,7 @@ fn diff_page(page: &mut Page, report: &ReportDiffReport) {
     let sets = [
         (
             "Layers added",
-            layer_rows(report.layers_added.iter().map(|l| {
+            layer_rows(report.layers.added.iter().map(|l| {
                 (
                     l.path.as_str(),
                     l.call_index,
@@ -1036,7 +1036,7 @@ fn diff_page(page: &mut Page, report: &ReportDiffReport) {
         ),
         (
             "Layers removed",
-            layer_rows(report.layers_removed.iter().map(|l| {
+            layer_rows(report.layers.removed.iter().map(|l| {
                 (
                     l.path.as_str(),
                     l.call_index,
@@ -1047,7 +1047,7 @@ fn diff_page(page: &mut Page, report: &ReportDiffReport) {
         ),
         (
             "Layers changed",
-            layer_rows(report.layers_changed.iter().map(|l| {
+            layer_rows(report.layers.changed.iter().map(|l| {
                 let mut changes = String::new();
                 for (i, c) in l.changes.iter().enumerate() {
                     if i > 0 {

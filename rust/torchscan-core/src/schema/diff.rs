@@ -1,5 +1,7 @@
 //! The `report_diff` report of `compare_reports`: two analyses of a model, layer by layer.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -7,12 +9,10 @@ use super::common::{Context, Diagnostic, MetricStatus, SchemaVersionV1};
 
 kind_tag!(ReportDiffKind, "report_diff");
 
-/// The change of one model-wide total.
+/// The change of one model-wide total; the total's name is its key in `totals`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TotalDelta {
-    /// The total's name, for example `module_flops`.
-    pub metric: String,
     /// Its unit.
     pub unit: String,
     /// The weaker status of the two sides; the delta is given only when `complete`.
@@ -66,6 +66,18 @@ pub struct LayerChange {
     pub changes: Vec<FieldChange>,
 }
 
+/// The layers of a diff, matched by identity (module path plus call index).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LayerChanges {
+    /// Layers only in the report after.
+    pub added: Vec<LayerRef>,
+    /// Layers only in the report before.
+    pub removed: Vec<LayerRef>,
+    /// Layers in both whose fields changed.
+    pub changed: Vec<LayerChange>,
+}
+
 /// One side of a diff.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -92,12 +104,8 @@ pub struct ReportDiffReport {
     pub before: DiffSide,
     /// The report after the change.
     pub after: DiffSide,
-    /// Model-wide totals, before and after.
-    pub totals: Vec<TotalDelta>,
-    /// Layers only in the report after.
-    pub layers_added: Vec<LayerRef>,
-    /// Layers only in the report before.
-    pub layers_removed: Vec<LayerRef>,
-    /// Layers in both whose fields changed.
-    pub layers_changed: Vec<LayerChange>,
+    /// Model-wide totals, before and after, by the analysis report's total names (sorted).
+    pub totals: BTreeMap<String, TotalDelta>,
+    /// Layers added, removed and changed.
+    pub layers: LayerChanges,
 }

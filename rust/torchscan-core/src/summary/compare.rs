@@ -6,6 +6,7 @@ use super::{
 
 use std::fmt::Write as _;
 
+use crate::compare::ordered_totals;
 use crate::schema::common::MetricStatus;
 use crate::schema::comparison::{BenchmarkComparisonReport, CheckStatus, DeltaStatus, Verdict};
 use crate::schema::diff::ReportDiffReport;
@@ -145,11 +146,11 @@ pub(super) fn summarize_diff(out: &mut String, report: &ReportDiffReport) {
             report.after.model_type.as_deref().unwrap_or("after")
         ),
     );
-    for total in &report.totals {
+    for (name, total) in ordered_totals(&report.totals) {
         let line = match (total.status, total.before, total.after, total.delta) {
             (MetricStatus::Complete, Some(before), Some(after), Some(delta)) => format!(
                 "{}: {} -> {} ({}{})",
-                total.metric,
+                name,
                 display_number(before, &total.unit),
                 display_number(after, &total.unit),
                 if delta >= 0.0 { "+" } else { "" },
@@ -157,7 +158,7 @@ pub(super) fn summarize_diff(out: &mut String, report: &ReportDiffReport) {
             ),
             (status, _, _, _) => format!(
                 "{}: no delta, {}{}",
-                total.metric,
+                name,
                 status.as_str(),
                 reason_suffix(total.reason.as_deref())
             ),
@@ -165,8 +166,8 @@ pub(super) fn summarize_diff(out: &mut String, report: &ReportDiffReport) {
         push_line(out, 2, &line);
     }
     for (label, layers) in [
-        ("added", &report.layers_added),
-        ("removed", &report.layers_removed),
+        ("added", &report.layers.added),
+        ("removed", &report.layers.removed),
     ] {
         push_line(out, 2, &format!("Layers {label}: {}", layers.len()));
         for layer in layers {
@@ -185,9 +186,9 @@ pub(super) fn summarize_diff(out: &mut String, report: &ReportDiffReport) {
     push_line(
         out,
         2,
-        &format!("Layers changed: {}", report.layers_changed.len()),
+        &format!("Layers changed: {}", report.layers.changed.len()),
     );
-    for layer in &report.layers_changed {
+    for layer in &report.layers.changed {
         let fields: Vec<_> = layer.changes.iter().map(|c| c.field.as_str()).collect();
         push_line(
             out,

@@ -239,13 +239,11 @@ pub(super) fn check_diff(c: &mut Checker, report: &ReportDiffReport) {
         });
     }
     c.at("totals", |c| {
-        let mut metrics = BTreeSet::new();
-        for (index, total) in report.totals.iter().enumerate() {
-            c.at_index(index, |c| {
-                c.non_empty("metric", &total.metric);
-                if !metrics.insert(total.metric.as_str()) {
-                    c.problem_at("metric", format!("`{}` is listed more than once", total.metric));
-                }
+        for (name, total) in &report.totals {
+            if name.trim().is_empty() {
+                c.problem("a total's name is non-empty");
+            }
+            c.at(name, |c| {
                 if !is_known_unit(&total.unit) {
                     c.problem_at("unit", format!("unknown unit `{}`", total.unit));
                 }
@@ -274,27 +272,31 @@ pub(super) fn check_diff(c: &mut Checker, report: &ReportDiffReport) {
             });
         }
     });
-    check_layer_refs(c, "layers_added", &report.layers_added);
-    check_layer_refs(c, "layers_removed", &report.layers_removed);
-    c.at("layers_changed", |c| {
-        let mut identities = BTreeSet::new();
-        for (index, layer) in report.layers_changed.iter().enumerate() {
-            c.at_index(index, |c| {
-                if !identities.insert((layer.path.as_str(), layer.call_index)) {
-                    c.problem(format!(
-                        "layer `{}` call {} is listed more than once",
-                        layer.path, layer.call_index
-                    ));
-                }
-                if layer.changes.is_empty() {
-                    c.problem_at("changes", "a changed layer lists at least one change");
-                }
-                c.at("changes", |c| {
-                    for (index, change) in layer.changes.iter().enumerate() {
-                        c.at_index(index, |c| c.non_empty("field", &change.field));
+    c.at("layers", |c| {
+        check_layer_refs(c, "added", &report.layers.added);
+        check_layer_refs(c, "removed", &report.layers.removed);
+    });
+    c.at("layers", |c| {
+        c.at("changed", |c| {
+            let mut identities = BTreeSet::new();
+            for (index, layer) in report.layers.changed.iter().enumerate() {
+                c.at_index(index, |c| {
+                    if !identities.insert((layer.path.as_str(), layer.call_index)) {
+                        c.problem(format!(
+                            "layer `{}` call {} is listed more than once",
+                            layer.path, layer.call_index
+                        ));
                     }
+                    if layer.changes.is_empty() {
+                        c.problem_at("changes", "a changed layer lists at least one change");
+                    }
+                    c.at("changes", |c| {
+                        for (index, change) in layer.changes.iter().enumerate() {
+                            c.at_index(index, |c| c.non_empty("field", &change.field));
+                        }
+                    });
                 });
-            });
-        }
+            }
+        })
     });
 }
