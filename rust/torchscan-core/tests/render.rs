@@ -138,6 +138,10 @@ fn kinds_show_their_specific_parts() {
     let analysis = render("analysis_small_cnn.json");
     assert!(analysis.contains("class=\"bar\" style=\"width:"));
     assert!(analysis.contains("Conv2d"));
+    // Storage is labelled as storage, never as memory a reader could take for peak memory.
+    assert!(analysis.contains("<h3>Parameter storage (not peak memory)<"));
+    assert!(analysis.contains("<h3>Buffer storage (not peak memory)<"));
+    assert!(!analysis.contains("Parameter memory"));
     let failed = render("benchmark_comparison_failed_check.json");
     assert!(failed.contains("deltas withheld"));
     assert!(failed.contains("class=\"banner "));

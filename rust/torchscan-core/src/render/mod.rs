@@ -431,8 +431,8 @@ fn analysis_page(page: &mut Page, report: &AnalysisReport) {
             ),
         ],
         cards: vec![
-            card("Parameter memory", &t.parameter_bytes),
-            card("Buffer memory", &t.buffer_bytes),
+            card("Parameter storage (not peak memory)", &t.parameter_bytes),
+            card("Buffer storage (not peak memory)", &t.buffer_bytes),
             card("Module FLOPs", &t.module_flops),
             card("Module MACs", &t.macs),
             card("Module DMAs", &t.dmas),
