@@ -477,7 +477,8 @@ def key_texts(report: dict[str, Any]) -> list[str]:
     texts = [f"Kind: {kind}", f"torchscan {kind} report"]
     texts += [diagnostic["code"] for diagnostic in report["diagnostics"]]
     if kind == "analysis":
-        texts += ["Parameter memory", "Module FLOPs", report["layers"][-1]["type_name"]]
+        texts += ["Parameter storage (not peak memory)", "Module FLOPs"]
+        texts += [report["layers"][-1]["type_name"]]
     elif kind == "flops":
         texts += ["Operator FLOPs"] + [op["operator"] for op in report["operator_flops"]["counted"]]
     elif kind == "benchmark":
