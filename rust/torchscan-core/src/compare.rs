@@ -344,53 +344,52 @@ pub const TOTAL_ORDER: [&str; 11] = [
 
 fn totals(before: &AnalysisReport, after: &AnalysisReport) -> BTreeMap<String, TotalDelta> {
     let (b, a) = (&before.totals, &after.totals);
-    [
-        (
-            "parameters",
-            metric_delta("count", &b.parameters, &a.parameters),
-        ),
+    let metrics: [(&str, &str, &MetricResult, &MetricResult); 10] = [
+        ("parameters", "count", &b.parameters, &a.parameters),
         (
             "trainable_parameters",
-            metric_delta("count", &b.trainable_parameters, &a.trainable_parameters),
+            "count",
+            &b.trainable_parameters,
+            &a.trainable_parameters,
         ),
         (
             "frozen_parameters",
-            metric_delta("count", &b.frozen_parameters, &a.frozen_parameters),
+            "count",
+            &b.frozen_parameters,
+            &a.frozen_parameters,
         ),
         (
             "parameter_bytes",
-            metric_delta("B", &b.parameter_bytes, &a.parameter_bytes),
+            "B",
+            &b.parameter_bytes,
+            &a.parameter_bytes,
         ),
         (
             "buffer_elements",
-            metric_delta("count", &b.buffer_elements, &a.buffer_elements),
+            "count",
+            &b.buffer_elements,
+            &a.buffer_elements,
         ),
-        (
-            "buffer_bytes",
-            metric_delta("B", &b.buffer_bytes, &a.buffer_bytes),
-        ),
-        (
-            "shared_tensors",
-            count_delta(b.shared_tensors, a.shared_tensors),
-        ),
-        (
-            "module_flops",
-            metric_delta("FLOPs", &b.module_flops, &a.module_flops),
-        ),
+        ("buffer_bytes", "B", &b.buffer_bytes, &a.buffer_bytes),
+        ("module_flops", "FLOPs", &b.module_flops, &a.module_flops),
         (
             "operator_flops",
-            metric_delta(
-                "FLOPs",
-                &before.operator_flops.total,
-                &after.operator_flops.total,
-            ),
+            "FLOPs",
+            &before.operator_flops.total,
+            &after.operator_flops.total,
         ),
-        ("macs", metric_delta("MACs", &b.macs, &a.macs)),
-        ("dmas", metric_delta("DMAs", &b.dmas, &a.dmas)),
-    ]
-    .into_iter()
-    .map(|(name, delta)| (name.to_owned(), delta))
-    .collect()
+        ("macs", "MACs", &b.macs, &a.macs),
+        ("dmas", "DMAs", &b.dmas, &a.dmas),
+    ];
+    let mut totals: BTreeMap<String, TotalDelta> = metrics
+        .into_iter()
+        .map(|(name, unit, b, a)| (name.to_owned(), metric_delta(unit, b, a)))
+        .collect();
+    totals.insert(
+        "shared_tensors".to_owned(),
+        count_delta(b.shared_tensors, a.shared_tensors),
+    );
+    totals
 }
 
 /// The diff's totals in [`TOTAL_ORDER`], then any other name in sorted order.
