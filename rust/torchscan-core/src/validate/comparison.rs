@@ -241,7 +241,7 @@ pub(super) fn check_diff(c: &mut Checker, report: &ReportDiffReport) {
     c.at("totals", |c| {
         for (name, total) in &report.totals {
             if name.trim().is_empty() {
-                c.problem("a total's name is non-empty");
+                c.problem("every total has a non-empty name");
             }
             c.at(name, |c| {
                 if !is_known_unit(&total.unit) {
@@ -275,8 +275,6 @@ pub(super) fn check_diff(c: &mut Checker, report: &ReportDiffReport) {
     c.at("layers", |c| {
         check_layer_refs(c, "added", &report.layers.added);
         check_layer_refs(c, "removed", &report.layers.removed);
-    });
-    c.at("layers", |c| {
         c.at("changed", |c| {
             let mut identities = BTreeSet::new();
             for (index, layer) in report.layers.changed.iter().enumerate() {
