@@ -726,7 +726,7 @@ def test_receptive_field_does_not_leak_to_a_tensor_at_a_reused_address() -> None
 
 def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> None:
     from torchscan import crawl as crawl_internals
-    from torchscan._values import freeze
+    from torchscan._values import freeze, iter_tensors
 
     conv, pool = nn.Conv2d(3, 4, 3), nn.MaxPool2d(2)
     x = torch.randn(1, 3, 12, 12)
@@ -742,8 +742,8 @@ def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> N
     empty = Entry(EXCLUDED, "aten::empty", torch.ops.aten.empty.memory_format)
     born = [empty, None, EXCLUDED, 0, None, None, 0, y.dim(), id(y)]
     for births in ([], [born]):
-        tracker = crawl_internals._FieldTracker()
-        tracker.seed([x])
+        tracker = torchscan._core.FieldTracker(crawl_internals._module_kind, iter_tensors)
+        tracker.seed(id(x), x.dim())
         tracker.replay([first, *births, second])
         assert first.receptive_field is not None and second.receptive_field is not None
         assert first.receptive_field["size"] == [3.0, 3.0]

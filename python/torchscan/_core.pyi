@@ -9,6 +9,7 @@ __all__ = [
     "CoreCompareError",
     "CoreValidationError",
     "DispatchRecorder",
+    "FieldTracker",
     "ModuleForward",
     "TensorSpec",
     "__version__",
@@ -161,3 +162,11 @@ class ModuleForward:
     @property
     def __wrapped__(self) -> Any: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+@final
+class FieldTracker:
+    """Carries receptive fields along an analysed forward's log (``torchscan.crawl``)."""
+
+    def __new__(cls, kind_of: Any, iter_tensors: Any) -> FieldTracker: ...
+    def seed(self, ident: int, ndim: int) -> None: ...
+    def replay(self, log: list[Any]) -> None: ...

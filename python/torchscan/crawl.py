@@ -13,7 +13,7 @@ from math import prod
 from typing import IO, Any
 
 from . import _core, _metrics
-from ._values import TensorSpec, describe, dtype_name, freeze, iter_tensors
+from ._values import describe, dtype_name, freeze, iter_tensors
 from .context import capture_context, current_flags
 from .errors import IncompleteAnalysisError, InvalidArgumentError
 from .reports import (
@@ -742,180 +742,22 @@ def _post_order(calls: list[_Call]) -> list[_Call]:
     return ordered
 
 
-_FieldState = tuple[tuple[float, ...], tuple[float, ...], tuple[float, ...]]
+def _module_kind(module: Any) -> tuple[bool, bool, Any, bool]:
+    """What the receptive-field replay needs of a module's type (``_core.FieldTracker``).
 
-
-_MIXED = object()
-_MIXED_REASON = (
-    "the input depends on the model input through a step that does not keep spatial positions "
-    "aligned (attention, a linear or recurrent layer, an upsampling, a transposed convolution)"
-)
-
-
-class _FieldTracker:
-    """Receptive field, effective stride and padding carried by tensors along the forward.
-
-    Replays the forward's log once the forward is over. States are keyed by tensor identity; a
-    tensor born later at the same address (every operator's new outputs are logged) starts
-    without one, as the tensor it replaces is gone.
+    Whether it has a formula, whether it is a transposed convolution, its field step, and
+    whether that step is ``passthrough_batched`` (which the replay works out itself).
     """
+    from .formulas._common import passthrough_batched
 
-    def __init__(self) -> None:
-        # A field state, or ``_MIXED`` for a tensor that depends on the input through a step
-        # that does not keep positions aligned (attention, a linear layer, an upsampling...).
-        self._states: dict[int, Any] = {}
-
-    def _mix(self, outputs: Iterable[Any]) -> None:
-        for tensor in outputs:
-            self._states[tensor.ident] = _MIXED
-
-    def seed(self, inputs: Iterable[Any]) -> None:
-        for tensor in inputs:
-            spatial = tensor.dim() - 2
-            if spatial >= 1:
-                ones = (1.0,) * spatial
-                self._states[id(tensor)] = (ones, ones, (0.0,) * spatial)
-
-    def replay(self, log: list[Any]) -> None:
-        """Carry the fields along the forward: module calls and operators, in the order run."""
-        states = self._states
-        for event in log:
-            if type(event) is not list:
-                event.receptive_field = self.on_call(event)
-                continue
-            inputs = event[_OP_INPUT_IDS:]
-            outputs = event[_OP_OUT_IDS]
-            if type(outputs) is int:
-                shaped = event[_OP_SHAPED_OUT]
-                outputs = [(outputs, shaped if type(shaped) is int else len(shaped))]
-            if event[0].exclusion == "elementwise":
-                # Fields are carried from the inputs to the outputs; new tensors at an address
-                # end the state kept there first.
-                for ident, _ in outputs:
-                    if ident not in inputs:
-                        states.pop(ident, None)
-                self.combine(inputs, outputs)
-                continue
-            # Any other operator's new results depend on its first argument (the tensor it works
-            # on, or the list of them) in a way no field step describes.
-            mixed = False
-            for ident in inputs[: event[_OP_FIRST_COUNT]]:
-                if ident in states:
-                    mixed = True
-                    break
-            for ident, _ in outputs:
-                if ident in inputs:
-                    continue  # an argument returned as it is (an in-place operator)
-                if mixed:
-                    states[ident] = _MIXED
-                else:
-                    states.pop(ident, None)
-
-    def combine(self, inputs: list[int], outputs: list[tuple[int, int]]) -> None:
-        """Propagate through an elementwise operator: the union of its inputs' fields."""
-        if len(inputs) == 1:  # the usual activation, in place or not
-            state = self._states.get(inputs[0])
-            if state is None:
-                return
-            for ident, ndim in outputs:
-                if state is _MIXED or ndim - 2 == len(state[0]):
-                    self._states[ident] = state
-            return
-        found = [self._states.get(ident) for ident in inputs]
-        states = [state for state in found if state is not None]
-        if not states:
-            return
-        mixed = any(state is _MIXED for state in states) or (
-            len(states) > 1 and len({(len(s[0]), s[1]) for s in states}) != 1
-        )
-        if mixed:
-            # One input depends on the model input in a way no field describes (or the inputs'
-            # grids differ): neither does the result.
-            for ident, _ in outputs:
-                self._states[ident] = _MIXED
-            return
-        if len(states) == 1:
-            size, padding = states[0][0], states[0][2]
-        else:
-            size = tuple(max(values) for values in zip(*(s[0] for s in states), strict=True))
-            padding = tuple(max(values) for values in zip(*(s[2] for s in states), strict=True))
-        for ident, ndim in outputs:
-            if ndim - 2 == len(size):
-                self._states[ident] = (size, states[0][1], padding)
-
-    def on_call(self, call: _Call) -> ReceptiveField:
-        formulas = _formulas()
-        module = call.module
-        rule = formulas._rule(module)
-        output = call.output
-        outputs = [output] if type(output) is TensorSpec else iter_tensors(output)
-        if call.children and rule is None:
-            state = self._states.get(outputs[0].ident) if outputs else None
-            if state is None:
-                return _unavailable_field(
-                    "the output is not produced by a chain of tracked layers "
-                    "(branches merged by an untracked operation, or no spatial dimensions)"
-                )
-            if state is _MIXED:
-                return _unavailable_field(_MIXED_REASON)
-            return _field(state)
-        first = call.inputs[0] if call.inputs else None
-        inputs = [first] if type(first) is TensorSpec else iter_tensors(call.inputs)
-        state = self._states.get(inputs[0].ident) if inputs else None
-        if state is None:
-            return _unavailable_field(
-                "the input does not come from the model input through tracked layers"
-            )
-        # From here the output depends on the model input: when no field describes that
-        # dependence, the outputs are marked so that nothing after them claims one.
-        if state is _MIXED:
-            self._mix(outputs)
-            return _unavailable_field(_MIXED_REASON)
-        if isinstance(module, _conv_transpose_type()):
-            self._mix(outputs)
-            return _unavailable_field("transposed convolutions are not tracked")
-        step = (
-            rule.field(module, call.inputs, call.output)
-            if rule is not None and rule.field is not None
-            else None
-        )
-        if step is None:
-            self._mix(outputs)
-            return _unavailable_field(
-                f"{type(module).__name__} does not keep spatial positions aligned"
-            )
-        size, stride, padding = state
-        if len(step.kernel) != len(size):
-            self._mix(outputs)
-            return _unavailable_field(
-                f"{type(module).__name__} works on {len(step.kernel)} spatial dimensions, "
-                f"its input has {len(size)}"
-            )
-        if formulas.is_passthrough(step):
-            new_state: _FieldState = state  # activations, normalisation: positions unchanged
-        else:
-            # One pass over the dimensions: this runs for every convolution and pooling call.
-            grown: list[float] = []
-            strides: list[float] = []
-            paddings: list[float] = []
-            for r, j, p, k, s, q, d in zip(
-                size,
-                stride,
-                padding,
-                step.kernel,
-                step.stride,
-                step.padding,
-                step.dilation,
-                strict=True,
-            ):
-                grown.append(r + (k - 1) * d * j)
-                strides.append(j * s)
-                paddings.append(p + q * j)
-            new_state = (tuple(grown), tuple(strides), tuple(paddings))
-        for tensor in outputs:
-            if len(tensor.shape) - 2 == len(size):
-                self._states[tensor.ident] = new_state
-        return _field(new_state)
+    rule = _formulas()._rule(module)
+    field = rule.field if rule is not None else None
+    return (
+        rule is not None,
+        isinstance(module, _conv_transpose_type()),
+        field,
+        field is passthrough_batched,
+    )
 
 
 @functools.cache
@@ -931,16 +773,6 @@ def _formulas() -> Any:
     from . import formulas
 
     return formulas
-
-
-def _field(state: _FieldState) -> ReceptiveField:
-    return {
-        "status": "complete",
-        "size": list(state[0]),
-        "stride": list(state[1]),
-        "padding": list(state[2]),
-        "reason": None,
-    }
 
 
 def _model_dtypes(parameter_dtypes: set[Any], inputs: Iterable[Any]) -> list[Any]:
@@ -984,8 +816,6 @@ def _analyse(
     training = [module.training for module in recorder_modules]
     full = mode == "full"
     all_inputs = iter_tensors((positional, keywords))
-    tracker = _FieldTracker()
-    tracker.seed(iter_tensors(positional))
     recorder = _Recorder(named_modules, [] if full else None)
     counter = _crawl_counter(recorder) if full else None
     try:
@@ -1023,7 +853,11 @@ def _analyse(
         for call in ordered:
             _estimate_call(call, diagnostics)
         assert recorder.log is not None
-        tracker.replay(recorder.log)
+        # Receptive fields, carried along the forward's log by compiled code.
+        fields = _core.FieldTracker(_module_kind, iter_tensors)
+        for tensor in iter_tensors(positional):
+            fields.seed(id(tensor), tensor.dim())
+        fields.replay(recorder.log)
     report = _build_report(
         model,
         named_modules,

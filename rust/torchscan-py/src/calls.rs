@@ -47,6 +47,11 @@ impl TensorSpec {
         Ok(shape)
     }
 
+    /// `(id(tensor), number of dimensions)` of the tensor it was taken of.
+    pub(crate) fn identity_and_ndim(&self, py: Python<'_>) -> PyResult<(usize, usize)> {
+        Ok((self.ident, self.shape.bind(py).len()?))
+    }
+
     /// Takes the metadata of `tensor`.
     fn of(tensor: &Bound<'_, PyAny>) -> PyResult<Self> {
         let py = tensor.py();

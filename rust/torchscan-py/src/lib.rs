@@ -4,6 +4,7 @@
 mod calls;
 mod dispatch;
 mod errors;
+mod fields;
 mod functions;
 
 use pyo3::prelude::*;
@@ -24,5 +25,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     functions::register(module)?;
     calls::register(module)?;
     dispatch::register(module)?;
+    fields::register(module)?;
     Ok(())
 }

@@ -1,0 +1,493 @@
+//! Receptive fields of an analysed forward, replayed from its log by compiled code.
+//!
+//! `crawl_module` logs every module call and operator of its forward (see `torchscan.crawl`).
+//! Once the forward is over, [`FieldTracker`] carries each tensor's receptive field, effective
+//! stride and leading padding along that log, keyed by tensor identity, and gives every module
+//! call its `receptive_field` section. Only the field step of a module comes from Python (the
+//! per-module formulas); everything else runs here.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyInt, PyList, PyTuple, PyType};
+use pyo3::{IntoPyObjectExt, intern};
+
+use crate::calls::TensorSpec;
+
+/// Why a call has no field when its input depends on the model input through a step that no
+/// field describes.
+const MIXED_REASON: &str = "the input depends on the model input through a step that does not \
+     keep spatial positions aligned (attention, a linear or recurrent layer, an upsampling, a \
+     transposed convolution)";
+const NOT_A_CHAIN: &str = "the output is not produced by a chain of tracked layers (branches \
+     merged by an untracked operation, or no spatial dimensions)";
+const NOT_FROM_INPUT: &str = "the input does not come from the model input through tracked layers";
+const TRANSPOSED: &str = "transposed convolutions are not tracked";
+
+/// Positions in an operator's log record (`torchscan.crawl`'s `_OP_*`).
+const OP_FIRST_COUNT: usize = 6;
+const OP_SHAPED_OUT: usize = 7;
+const OP_OUT_IDS: usize = 8;
+const OP_INPUT_IDS: usize = 9;
+
+/// Receptive field size, effective stride and leading padding, one entry per spatial dimension.
+#[derive(PartialEq)]
+struct Field {
+    size: Vec<f64>,
+    stride: Vec<f64>,
+    padding: Vec<f64>,
+}
+
+/// What a tensor carries: a field, or the mark of a tensor that depends on the model input
+/// through a step no field describes (attention, a linear layer, an upsampling...).
+#[derive(Clone)]
+enum State {
+    Field(Arc<Field>),
+    Mixed,
+}
+
+/// What the replay needs of a module's type, asked of Python once per type.
+struct Kind {
+    /// The type, kept alive while its address keys the cache.
+    _kind: Py<PyType>,
+    has_rule: bool,
+    transposed: bool,
+    /// The rule's field step, `field(module, inputs, output) -> FieldStep | None`.
+    field: Option<Py<PyAny>>,
+    /// Whether that step is `passthrough_batched` (positions kept in every spatial dimension of
+    /// a batched, channels-first first argument), which is worked out here.
+    batched_passthrough: bool,
+    name: String,
+}
+
+/// Carries receptive fields along an analysed forward's log (see the module documentation).
+///
+/// `kind_of(module)` answers `(has_rule, is_transposed_convolution, field_or_None)` for a
+/// module's type; `iter_tensors(value)` lists the tensor specs of a frozen value.
+#[pyclass(module = "torchscan._core")]
+pub struct FieldTracker {
+    states: HashMap<usize, State>,
+    kinds: HashMap<usize, Arc<Kind>>,
+    elementwise: HashMap<usize, bool>,
+    kind_of: Py<PyAny>,
+    iter_tensors: Py<PyAny>,
+}
+
+#[pymethods]
+impl FieldTracker {
+    #[new]
+    fn new(kind_of: Py<PyAny>, iter_tensors: Py<PyAny>) -> Self {
+        Self {
+            states: HashMap::new(),
+            kinds: HashMap::new(),
+            elementwise: HashMap::new(),
+            kind_of,
+            iter_tensors,
+        }
+    }
+
+    /// Gives a model input (`id(tensor)` and its number of dimensions) the field of a single
+    /// position: size 1, stride 1, padding 0 in each spatial dimension (batched, channels first).
+    fn seed(&mut self, ident: usize, ndim: usize) {
+        if ndim >= 3 {
+            let spatial = ndim - 2;
+            self.states.insert(
+                ident,
+                State::Field(Arc::new(Field {
+                    size: vec![1.0; spatial],
+                    stride: vec![1.0; spatial],
+                    padding: vec![0.0; spatial],
+                })),
+            );
+        }
+    }
+
+    /// Carries the fields along the log, module calls and operators in the order they ran;
+    /// sets every call's `receptive_field`.
+    fn replay(&mut self, py: Python<'_>, log: &Bound<'_, PyList>) -> PyResult<()> {
+        for event in log.iter() {
+            match event.cast::<PyList>() {
+                Ok(record) => self.on_operator(py, record)?,
+                Err(_) => {
+                    let field = self.on_call(py, &event)?;
+                    event.setattr(intern!(py, "receptive_field"), field)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl FieldTracker {
+    fn on_operator(&mut self, py: Python<'_>, record: &Bound<'_, PyList>) -> PyResult<()> {
+        let items: Vec<Bound<'_, PyAny>> = record.iter().collect();
+        if items.len() < OP_INPUT_IDS {
+            return Err(PyValueError::new_err(
+                "an operator record of the log is too short",
+            ));
+        }
+        let inputs: Vec<usize> = items[OP_INPUT_IDS..]
+            .iter()
+            .map(|item| item.extract())
+            .collect::<PyResult<_>>()?;
+        let raw_outputs = &items[OP_OUT_IDS];
+        // Checked before extracting: a failed extraction makes an exception object.
+        let outputs: Vec<(usize, usize)> = if raw_outputs.is_instance_of::<PyInt>() {
+            let shaped = &items[OP_SHAPED_OUT];
+            let ndim = if shaped.is_instance_of::<PyInt>() {
+                shaped.extract()?
+            } else {
+                shaped.len()?
+            };
+            vec![(raw_outputs.extract()?, ndim)]
+        } else {
+            raw_outputs.extract()?
+        };
+        if self.is_elementwise(py, &items[0])? {
+            // Fields are carried from the inputs to the outputs; new tensors at an address end
+            // the state kept there first.
+            for (ident, _) in &outputs {
+                if !inputs.contains(ident) {
+                    self.states.remove(ident);
+                }
+            }
+            self.combine(&inputs, &outputs);
+            return Ok(());
+        }
+        // Any other operator's new results depend on its first argument (the tensor it works
+        // on, or the list of them) in a way no field step describes.
+        let first: usize = items[OP_FIRST_COUNT].extract()?;
+        let mixed = inputs
+            .iter()
+            .take(first)
+            .any(|ident| self.states.contains_key(ident));
+        for (ident, _) in &outputs {
+            if inputs.contains(ident) {
+                continue; // an argument returned as it is (an in-place operator)
+            }
+            if mixed {
+                self.states.insert(*ident, State::Mixed);
+            } else {
+                self.states.remove(ident);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the operator's entry is excluded as elementwise (read once per entry).
+    fn is_elementwise(&mut self, py: Python<'_>, entry: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let key = entry.as_ptr() as usize;
+        if let Some(known) = self.elementwise.get(&key) {
+            return Ok(*known);
+        }
+        let exclusion = entry.getattr(intern!(py, "exclusion"))?;
+        let elementwise = !exclusion.is_none() && exclusion.extract::<String>()? == "elementwise";
+        self.elementwise.insert(key, elementwise);
+        Ok(elementwise)
+    }
+
+    /// Propagates through an elementwise operator: the union of its inputs' fields.
+    fn combine(&mut self, inputs: &[usize], outputs: &[(usize, usize)]) {
+        if inputs.len() == 1 {
+            // The usual activation, in place or not.
+            let Some(state) = self.states.get(&inputs[0]).cloned() else {
+                return;
+            };
+            for &(ident, ndim) in outputs {
+                let fits = match &state {
+                    State::Mixed => true,
+                    State::Field(field) => ndim.checked_sub(2) == Some(field.size.len()),
+                };
+                if fits {
+                    self.states.insert(ident, state.clone());
+                }
+            }
+            return;
+        }
+        let found: Vec<State> = inputs
+            .iter()
+            .filter_map(|ident| self.states.get(ident).cloned())
+            .collect();
+        if found.is_empty() {
+            return;
+        }
+        let mut fields: Vec<Arc<Field>> = Vec::with_capacity(found.len());
+        let mut mixed = false;
+        for state in found {
+            match state {
+                State::Mixed => mixed = true,
+                State::Field(field) => fields.push(field),
+            }
+        }
+        // One input depends on the model input in a way no field describes, or the inputs'
+        // grids differ: neither does the result.
+        if !mixed && fields.len() > 1 {
+            let first = &fields[0];
+            mixed = fields[1..]
+                .iter()
+                .any(|field| field.size.len() != first.size.len() || field.stride != first.stride);
+        }
+        if mixed {
+            for &(ident, _) in outputs {
+                self.states.insert(ident, State::Mixed);
+            }
+            return;
+        }
+        let state = if fields.len() == 1 {
+            State::Field(fields[0].clone())
+        } else {
+            let dims = fields[0].size.len();
+            let widest = |pick: fn(&Field) -> &Vec<f64>| -> Vec<f64> {
+                (0..dims)
+                    .map(|dim| {
+                        fields
+                            .iter()
+                            .map(|field| pick(field)[dim])
+                            .fold(f64::NEG_INFINITY, f64::max)
+                    })
+                    .collect()
+            };
+            State::Field(Arc::new(Field {
+                size: widest(|field| &field.size),
+                stride: fields[0].stride.clone(),
+                padding: widest(|field| &field.padding),
+            }))
+        };
+        let dims = fields[0].size.len();
+        for &(ident, ndim) in outputs {
+            if ndim.checked_sub(2) == Some(dims) {
+                self.states.insert(ident, state.clone());
+            }
+        }
+    }
+
+    /// What the replay needs of `module`'s type.
+    fn kind(&mut self, py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<Arc<Kind>> {
+        let kind = module.get_type();
+        let key = kind.as_ptr() as usize;
+        if let Some(known) = self.kinds.get(&key) {
+            return Ok(known.clone());
+        }
+        let answer = self.kind_of.bind(py).call1((module,))?;
+        let (has_rule, transposed, field, batched_passthrough): (
+            bool,
+            bool,
+            Bound<'_, PyAny>,
+            bool,
+        ) = answer.extract()?;
+        let known = Arc::new(Kind {
+            name: kind.name()?.extract()?,
+            _kind: kind.unbind(),
+            has_rule,
+            transposed,
+            field: (!field.is_none()).then(|| field.unbind()),
+            batched_passthrough,
+        });
+        self.kinds.insert(key, known.clone());
+        Ok(known)
+    }
+
+    /// `(identity, number of dimensions)` of every tensor spec in a frozen value, in order.
+    fn specs(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Vec<(usize, usize)>> {
+        if let Ok(spec) = value.cast::<TensorSpec>() {
+            return Ok(vec![spec.get().identity_and_ndim(py)?]);
+        }
+        let mut found = Vec::new();
+        for item in self.iter_tensors.bind(py).call1((value,))?.try_iter()? {
+            let item = item?;
+            match item.cast::<TensorSpec>() {
+                Ok(spec) => found.push(spec.get().identity_and_ndim(py)?),
+                Err(_) => found.push((
+                    item.getattr(intern!(py, "ident"))?.extract()?,
+                    item.getattr(intern!(py, "shape"))?.len()?,
+                )),
+            }
+        }
+        Ok(found)
+    }
+
+    /// The field of one module call, carried to its outputs.
+    fn on_call<'py>(
+        &mut self,
+        py: Python<'py>,
+        call: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let module = call.getattr(intern!(py, "module"))?;
+        let kind = self.kind(py, &module)?;
+        let output = call.getattr(intern!(py, "output"))?;
+        let outputs = self.specs(py, &output)?;
+        if !kind.has_rule && call.getattr(intern!(py, "children"))?.is_truthy()? {
+            return match outputs
+                .first()
+                .and_then(|(ident, _)| self.states.get(ident))
+            {
+                None => unavailable(py, NOT_A_CHAIN),
+                Some(State::Mixed) => unavailable(py, MIXED_REASON),
+                Some(State::Field(field)) => complete(py, field),
+            };
+        }
+        let inputs = call.getattr(intern!(py, "inputs"))?;
+        let first = match inputs.cast::<PyTuple>() {
+            Ok(tuple) if !tuple.is_empty() => Some(tuple.get_item(0)?),
+            Ok(_) => None,
+            Err(_) => inputs.get_item(0).ok(),
+        };
+        let input = match &first {
+            Some(value) if value.cast::<TensorSpec>().is_ok() => self.specs(py, value)?,
+            _ => self.specs(py, &inputs)?,
+        };
+        let state = input
+            .first()
+            .and_then(|(ident, _)| self.states.get(ident))
+            .cloned();
+        let field = match state {
+            None => return unavailable(py, NOT_FROM_INPUT),
+            // From here the output depends on the model input: when no field describes that
+            // dependence, the outputs are marked so that nothing after them claims one.
+            Some(State::Mixed) => return self.mix(py, &outputs, MIXED_REASON),
+            Some(State::Field(field)) => field,
+        };
+        if kind.transposed {
+            return self.mix(py, &outputs, TRANSPOSED);
+        }
+        let dims = field.size.len();
+        if kind.batched_passthrough {
+            // `passthrough_batched`: no step without a tensor first argument, else one step of
+            // kernel 1 per spatial dimension of that argument.
+            let Some(spec) = first
+                .as_ref()
+                .and_then(|value| value.cast::<TensorSpec>().ok())
+            else {
+                let reason = format!("{} does not keep spatial positions aligned", kind.name);
+                return self.mix(py, &outputs, &reason);
+            };
+            let (_, ndim) = spec.get().identity_and_ndim(py)?;
+            let spatial = ndim.saturating_sub(2);
+            if spatial != dims {
+                let reason = format!(
+                    "{} works on {} spatial dimensions, its input has {}",
+                    kind.name, spatial, dims
+                );
+                return self.mix(py, &outputs, &reason);
+            }
+            return self.carry(py, &outputs, field);
+        }
+        let step = match &kind.field {
+            Some(function) => function.bind(py).call1((&module, &inputs, &output))?,
+            None => py.None().into_bound(py),
+        };
+        if step.is_none() {
+            let reason = format!("{} does not keep spatial positions aligned", kind.name);
+            return self.mix(py, &outputs, &reason);
+        }
+        let read = |name: &Bound<'py, pyo3::types::PyString>| -> PyResult<Vec<f64>> {
+            step.getattr(name)?.extract()
+        };
+        let kernel = read(intern!(py, "kernel"))?;
+        if kernel.len() != dims {
+            let reason = format!(
+                "{} works on {} spatial dimensions, its input has {}",
+                kind.name,
+                kernel.len(),
+                dims
+            );
+            return self.mix(py, &outputs, &reason);
+        }
+        let stride = read(intern!(py, "stride"))?;
+        let padding = read(intern!(py, "padding"))?;
+        let dilation = read(intern!(py, "dilation"))?;
+        if stride.len() != dims || padding.len() != dims || dilation.len() != dims {
+            return Err(PyValueError::new_err(format!(
+                "the field step of {} gives {} kernel sizes but {} strides, {} paddings and {} \
+                 dilations",
+                kind.name,
+                dims,
+                stride.len(),
+                padding.len(),
+                dilation.len()
+            )));
+        }
+        let passthrough = kernel.iter().all(|&k| k == 1.0)
+            && stride.iter().all(|&s| s == 1.0)
+            && padding.iter().all(|&q| q == 0.0)
+            && dilation.iter().all(|&d| d == 1.0);
+        let new_field = if passthrough {
+            field // activations, normalisation: positions unchanged
+        } else {
+            let mut grown = Vec::with_capacity(dims);
+            let mut strides = Vec::with_capacity(dims);
+            let mut paddings = Vec::with_capacity(dims);
+            for dim in 0..dims {
+                let (r, j, p) = (field.size[dim], field.stride[dim], field.padding[dim]);
+                let (k, s, q, d) = (kernel[dim], stride[dim], padding[dim], dilation[dim]);
+                grown.push(r + (k - 1.0) * d * j);
+                strides.push(j * s);
+                paddings.push(p + q * j);
+            }
+            Arc::new(Field {
+                size: grown,
+                stride: strides,
+                padding: paddings,
+            })
+        };
+        self.carry(py, &outputs, new_field)
+    }
+
+    /// Gives the outputs with as many spatial dimensions as `field` that field.
+    fn carry<'py>(
+        &mut self,
+        py: Python<'py>,
+        outputs: &[(usize, usize)],
+        field: Arc<Field>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let dims = field.size.len();
+        for &(ident, ndim) in outputs {
+            if ndim.checked_sub(2) == Some(dims) {
+                self.states.insert(ident, State::Field(field.clone()));
+            }
+        }
+        complete(py, &field)
+    }
+
+    /// Marks the outputs as depending on the model input through a step no field describes.
+    fn mix<'py>(
+        &mut self,
+        py: Python<'py>,
+        outputs: &[(usize, usize)],
+        reason: &str,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        for &(ident, _) in outputs {
+            self.states.insert(ident, State::Mixed);
+        }
+        unavailable(py, reason)
+    }
+}
+
+/// The `receptive_field` section of a call with a field.
+fn complete<'py>(py: Python<'py>, field: &Field) -> PyResult<Bound<'py, PyDict>> {
+    let section = PyDict::new(py);
+    section.set_item(intern!(py, "status"), intern!(py, "complete"))?;
+    section.set_item(intern!(py, "size"), PyList::new(py, &field.size)?)?;
+    section.set_item(intern!(py, "stride"), PyList::new(py, &field.stride)?)?;
+    section.set_item(intern!(py, "padding"), PyList::new(py, &field.padding)?)?;
+    section.set_item(intern!(py, "reason"), py.None())?;
+    Ok(section)
+}
+
+/// The `receptive_field` section of a call without one, and why.
+fn unavailable<'py>(py: Python<'py>, reason: &str) -> PyResult<Bound<'py, PyDict>> {
+    let section = PyDict::new(py);
+    section.set_item(intern!(py, "status"), intern!(py, "unavailable"))?;
+    section.set_item(intern!(py, "size"), py.None())?;
+    section.set_item(intern!(py, "stride"), py.None())?;
+    section.set_item(intern!(py, "padding"), py.None())?;
+    section.set_item(intern!(py, "reason"), reason.into_bound_py_any(py)?)?;
+    Ok(section)
+}
+
+/// Adds [`FieldTracker`] to the module.
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<FieldTracker>()
+}
