@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import types
 from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any
@@ -638,12 +639,13 @@ def test_a_recorder_left_wrapped_is_collected_with_its_model() -> None:
     recorder.__enter__()  # never closed: each module's forward refers back to the module
     assert type(model[0].__dict__["forward"]).__name__ == "ModuleForward"
     model(torch.ones(1, 2))
-    recorder.collect()
-    assert [(call.path, call.call_index) for call in recorder.closed] == [
+    records, closed = recorder.core.records()
+    assert [(records[position][1], records[position][3]) for position in closed] == [
         ("0", 0),
         ("1", 0),
         ("", 0),
     ]
+    del records
     ref = weakref.ref(model)
     del model, recorder
     gc.collect()
@@ -731,11 +733,14 @@ def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> N
     conv, pool = nn.Conv2d(3, 4, 3), nn.MaxPool2d(2)
     x = torch.randn(1, 3, 12, 12)
     y = conv(x)
-    first = crawl_internals._Call("conv", 0, 1, conv, None)
-    first.inputs, first.output, first.finished = freeze((x,)), freeze(y), True
-    second = crawl_internals._Call("pool", 0, 1, pool, None)
+    # Module calls as the replay reads them: module, frozen inputs and output, child calls.
+    first = types.SimpleNamespace(
+        module=conv, inputs=freeze((x,)), output=freeze(y), children=(), receptive_field=None
+    )
     # A tensor born later at the address the convolution's output had (the spec keeps it).
-    second.inputs, second.output, second.finished = freeze((y,)), freeze(pool(y)), True
+    second = types.SimpleNamespace(
+        module=pool, inputs=freeze((y,)), output=freeze(pool(y)), children=(), receptive_field=None
+    )
     from torchscan.opflops.mode import EXCLUDED, Entry
 
     # What the log holds for an operator that made a new tensor at the address ``y`` had.

@@ -13,6 +13,7 @@ __all__ = [
     "ModuleForward",
     "TensorSpec",
     "__version__",
+    "assemble",
     "block_timing",
     "cli_main",
     "compare_benchmarks_json",
@@ -60,6 +61,16 @@ def block_timing(
 ) -> tuple[float, float, int, float]: ...
 def cli_main(argv: list[str]) -> int: ...
 def shape_elements(values: Any, size_type: Any) -> int | None: ...
+def assemble(
+    recorder: CallRecorder,
+    full: bool,
+    log: list[Any] | None,
+    seeds: list[tuple[int, int]],
+    operators: dict[str, list[Any]],
+    helpers: tuple[Any, Any],
+    describe: dict[str, Any],
+    texts: dict[str, str],
+) -> tuple[list[Any], dict[str, Any] | None, list[Any], list[Any]]: ...
 def compare_benchmarks_json(
     baseline: str,
     candidate: str,
@@ -135,6 +146,8 @@ class CallRecorder:
     ) -> CallRecorder: ...
     @property
     def top(self) -> int | None: ...
+    @property
+    def count(self) -> int: ...
     def enter(self, index: int) -> None: ...
     @staticmethod
     def leave(recorder: CallRecorder, module: Any, inputs: Any, output: Any) -> None: ...

@@ -13,9 +13,11 @@ from math import prod
 from typing import IO, Any
 
 from . import _core, _metrics
-from ._values import describe, dtype_name, freeze, iter_tensors
+from ._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, dtype_name, freeze, iter_tensors
 from .context import capture_context, current_flags
 from .errors import IncompleteAnalysisError, InvalidArgumentError
+from .flops import _MODULE_SCOPE as _PATH_SCOPE
+from .flops import FLOPS_METHOD
 from .reports import (
     AnalysisReport,
     AnalysisTotals,
@@ -25,7 +27,6 @@ from .reports import (
     ModuleOperatorFlops,
     NamedValueMeta,
     OperatorFlops,
-    ReceptiveField,
 )
 
 __all__ = ["crawl_module", "summary"]
@@ -42,76 +43,14 @@ _MODULE_METHOD = (
     "operators they run themselves"
 )
 _UNITS = {"flops": "FLOPs", "macs": "MACs", "dmas": "DMAs"}
+# The scopes and methods ``_core.assemble`` gives module estimates and module paths' FLOPs.
+_TEXTS = {
+    "module_scope": _MODULE_SCOPE,
+    "module_method": _MODULE_METHOD,
+    "path_scope": _PATH_SCOPE,
+    "path_method": FLOPS_METHOD,
+}
 _WRAP_MODES = ("top", "mid", "bottom")
-
-
-_NO_ESTIMATES: dict[str, MetricResult] = {}
-
-
-class _Call:
-    """One module call: opened by the pre-forward hook, closed by the forward hook.
-
-    While the forward runs only what is cheap is kept (the call tree, frozen inputs and output,
-    the operators the call ran itself); estimates, receptive fields and metadata are computed
-    from them once the forward is over.
-    """
-
-    __slots__ = (
-        "call_index",
-        "children",
-        "depth",
-        "estimates",
-        "finished",
-        "first_op",
-        "input_metas",
-        "inputs",
-        "level",
-        "module",
-        "output",
-        "output_meta",
-        "own_dmas",
-        "own_flops",
-        "own_uncounted",
-        "parent",
-        "path",
-        "receptive_field",
-        "sub_flops",
-        "sub_names",
-        "sub_start",
-    )
-
-    # Set by ``_by_module`` once the forward is over: operator FLOPs, uncounted operator names and
-    # first operator of the call with everything it called.
-    sub_flops: int
-    sub_names: set[str] | frozenset[str] | None
-    sub_start: int
-
-    def __init__(
-        self, path: str, call_index: int, depth: int, module: Any, parent: _Call | None
-    ) -> None:
-        self.path = path
-        self.call_index = call_index
-        self.depth = depth
-        self.module = module
-        self.parent = parent
-        # Nesting in the call tree (0 for a call made outside any tracked module).
-        self.level: int = 0 if parent is None else parent.level + 1
-        # Most calls have none: a list is made for the first child.
-        self.children: Sequence[_Call] = ()
-        # Inputs and output frozen by ``_values.freeze`` (tensors become ``TensorSpec``).
-        self.inputs: tuple[Any, ...] = ()
-        self.output: Any = None
-        self.finished = False
-        self.input_metas: list[Any] | None = None  # set once the forward is over
-        self.output_meta: Any = None
-        self.estimates: dict[str, MetricResult] = _NO_ESTIMATES  # set after the forward
-        self.receptive_field: ReceptiveField | None = None
-        # Operators this call ran itself (not inside a child module), from the operator pass.
-        self.own_flops = 0
-        self.own_dmas = 0
-        self.own_uncounted: set[str] | None = None
-        # Sequence number of the first operator it ran itself, -1 for none.
-        self.first_op = -1
 
 
 def _check_model(model: Any) -> None:
@@ -463,8 +402,8 @@ class _Recorder:
     hooks, leaves PyTorch's fused inference paths on. Models holding modules that cannot be
     wrapped (scripted, replicated or compiled) get two process-wide forward hooks instead,
     filtered to the model's modules. Either way the call records the positional arguments its
-    ``forward`` received and what it returned, also when it raised. ``collect`` builds the call
-    tree once the forward is over.
+    ``forward`` received and what it returned, also when it raised. Once the forward is over,
+    ``_core.assemble`` builds the report's layers from the records.
     """
 
     def __init__(self, named_modules: list[tuple[str, Any]], log: list[Any] | None) -> None:
@@ -479,14 +418,10 @@ class _Recorder:
                 self.positions[id(module)] = len(self.modules)
                 self.modules.append(module)
                 known.append((module, path, 0 if path == "" else path.count(".") + 1))
-        # The forward's events in order, for the receptive fields (full mode only): the
-        # positions of the calls as they close and the operators' tensor births (see the crawl
-        # counter's ``_after``); ``collect`` puts the calls in place of their positions.
+        # The forward's events in order (full mode only): the positions of the calls as they
+        # close and the operators they ran (see the crawl counter's ``_after``).
         self.log = log
         self.core = _core.CallRecorder(known, log, torch.Tensor, freeze)
-        self.calls: list[_Call] = []
-        # Calls in the order they closed: children before their parent.
-        self.closed: list[_Call] = []
         self.handles: list[Any] = []
         self.wrapped: list[Any] = []
 
@@ -547,216 +482,29 @@ class _Recorder:
         if id(module) in self.positions:
             _core.CallRecorder.leave(self.core, module, inputs, output)
 
-    def collect(self) -> None:
-        """Build the call tree from the records; in the log, calls replace their positions."""
-        records, closed = self.core.records()
-        calls = self.calls
-        for module, path, depth, call_index, parent, inputs, output, finished in records:
-            if parent is None:
-                call = _Call(path, call_index, depth, module, None)
-            else:
-                above = calls[parent]
-                call = _Call(path, call_index, depth, module, above)
-                if above.children:
-                    above.children.append(call)  # type: ignore[attr-defined]
-                else:
-                    above.children = [call]
-            if finished:
-                call.inputs, call.output, call.finished = inputs, output, True
-            calls.append(call)
-        self.closed = [calls[position] for position in closed]
-        log = self.log
-        if log is not None:
-            for index, event in enumerate(log):
-                if type(event) is int:
-                    log[index] = calls[event]
-                elif event[1] is not None:
-                    event[1] = calls[event[1]]
-
-
-def _metric_for(kind: str, value: float, method: str) -> MetricResult:
-    return _metrics.complete(value, _UNITS[kind], _MODULE_SCOPE, method)
-
-
-_FORMULA_METHODS: dict[str, str] = {}
-
-
-def _estimate_call(call: _Call, diagnostics: dict[tuple[str, str], Diagnostic]) -> None:
-    """Fill ``call.estimates``: the module's formula, or its children plus its own operators.
-
-    Runs when the call finishes, after all its children.
-    """
-    module = call.module
-    type_name = type(module).__name__
-    rule = _formulas()._rule(module) if call.finished else None
-    estimate = rule.estimate(module, call.inputs, call.output) if rule is not None else None
-    if estimate is not None:
-        method = _FORMULA_METHODS.get(type_name)
-        if method is None:
-            method = _FORMULA_METHODS[type_name] = f"formula for {type_name}"
-        flops, macs, dmas = float(estimate.flops), float(estimate.macs), float(estimate.dmas)
-        # The three metrics of ``_metrics.complete``, written out: this runs for every call.
-        call.estimates = {
-            "flops": {
-                "status": "complete",
-                "value": flops,
-                "known_value": flops,
-                "unit": "FLOPs",
-                "scope": _MODULE_SCOPE,
-                "method": method,
-                "reason": None,
-            },
-            "macs": {
-                "status": "complete",
-                "value": macs,
-                "known_value": macs,
-                "unit": "MACs",
-                "scope": _MODULE_SCOPE,
-                "method": method,
-                "reason": None,
-            },
-            "dmas": {
-                "status": "complete",
-                "value": dmas,
-                "known_value": dmas,
-                "unit": "DMAs",
-                "scope": _MODULE_SCOPE,
-                "method": method,
-                "reason": None,
-            },
-        }
-        return
-    # Children finished first, so their estimates are already there.
-    is_leaf = not any(child is not None for child in module._modules.values())
-    missing: list[str] = []
-    if not call.finished:
-        missing.append(f"{type_name} did not finish its forward")
-    elif is_leaf:
-        missing.append(f"no formula for {type_name}")
-        diagnostics.setdefault(
-            ("module_without_formula", call.path),
-            {
-                "code": "module_without_formula",
-                "severity": "warning",
-                "metric": "module_flops",
-                "message": (
-                    f"{type_name} has no module estimate formula; module FLOPs, MACs and DMAs "
-                    "are partial (lower bounds). Operator FLOPs count its operators."
-                ),
-                "path": call.path,
-            },
-        )
-    if call.own_uncounted:
-        names = ", ".join(sorted(call.own_uncounted))
-        missing.append(f"operators without a FLOP formula ran in {type_name}: {names}")
-    own = {"flops": call.own_flops, "macs": call.own_flops / 2, "dmas": call.own_dmas}
-    method = (
-        "sum of its children's estimates and of the operators it runs itself"
-        if call.children
-        else "operators it runs itself"
-    )
-    call.estimates = {}
-    for kind in ("flops", "macs", "dmas"):
-        children: float = 0
-        incomplete = False
-        for child in call.children:
-            metric = child.estimates[kind]
-            children += metric["known_value"] or 0.0
-            if metric["status"] != "complete":
-                incomplete = True
-        known = own[kind] + children
-        if missing or incomplete:
-            reasons = list(missing)
-            if incomplete:
-                reasons.append("a child module's estimate is incomplete")
-            call.estimates[kind] = _metrics.partial(
-                known, _UNITS[kind], _MODULE_SCOPE, method, "; ".join(reasons)
-            )
-        else:
-            call.estimates[kind] = _metric_for(kind, known, method)
-
 
 def _not_requested(kind: str) -> MetricResult:
     return _metrics.unavailable(_UNITS[kind], _MODULE_SCOPE, _MODULE_METHOD, NOT_REQUESTED)
 
 
-def _unavailable_field(reason: str) -> ReceptiveField:
-    return {
-        "status": "unavailable",
-        "size": None,
-        "stride": None,
-        "padding": None,
-        "reason": reason,
-    }
+def _module_kind(module: Any) -> tuple[bool, bool, Any, bool, Any]:
+    """What the report's assembly needs of a module's type (see ``_core.assemble``).
 
-
-def _layer(call: _Call, counted_modules: set[int], mode: str) -> Layer:
-    first_call = id(call.module) not in counted_modules
-    counted_modules.add(id(call.module))
-    own_params, own_trainable, own_buffers = _own_counts(call.module) if first_call else (0, 0, 0)
-    if mode == "structure":
-        estimates = {kind: _not_requested(kind) for kind in ("flops", "macs", "dmas")}
-        field_info = _unavailable_field(NOT_REQUESTED)
-    else:
-        estimates = call.estimates
-        field_info = call.receptive_field or _unavailable_field("not computed for this call")
-    return {
-        "path": call.path,
-        "call_index": call.call_index,
-        "depth": call.depth,
-        "type_name": type(call.module).__name__,
-        "inputs": call.input_metas if call.input_metas is not None else [],
-        "output": call.output_meta,
-        "parameters": own_params,
-        "trainable_parameters": own_trainable,
-        "buffers": own_buffers,
-        "flops": estimates["flops"],
-        "macs": estimates["macs"],
-        "dmas": estimates["dmas"],
-        "receptive_field": field_info,
-    }
-
-
-def _sum_metric(kind: str, roots: list[_Call]) -> MetricResult:
-    metrics = [root.estimates[kind] for root in roots]
-    known = sum(m["known_value"] or 0.0 for m in metrics)
-    reasons = sorted({m["reason"] for m in metrics if m["reason"]})
-    if any(m["status"] != "complete" for m in metrics):
-        return _metrics.partial(
-            known, _UNITS[kind], _MODULE_SCOPE, _MODULE_METHOD, "; ".join(reasons)
-        )
-    return _metrics.complete(known, _UNITS[kind], _MODULE_SCOPE, _MODULE_METHOD)
-
-
-def _post_order(calls: list[_Call]) -> list[_Call]:
-    """Every call, children before their parent, siblings in call order (the order they closed)."""
-    ordered: list[_Call] = []
-    stack: list[tuple[_Call, int]] = [(call, 0) for call in reversed(calls) if call.parent is None]
-    while stack:
-        call, child = stack.pop()
-        if child < len(call.children):
-            stack.append((call, child + 1))
-            stack.append((call.children[child], 0))
-        else:
-            ordered.append(call)
-    return ordered
-
-
-def _module_kind(module: Any) -> tuple[bool, bool, Any, bool]:
-    """What the receptive-field replay needs of a module's type (``_core.FieldTracker``).
-
-    Whether it has a formula, whether it is a transposed convolution, its field step, and
-    whether that step is ``passthrough_batched`` (which the replay works out itself).
+    Whether it has a formula, whether it is a transposed convolution, its field step, whether
+    that step is ``passthrough_batched`` (which the receptive-field replay works out itself),
+    and its estimate.
     """
     from .formulas._common import passthrough_batched
 
     rule = _formulas()._rule(module)
-    field = rule.field if rule is not None else None
+    if rule is None:
+        return False, isinstance(module, _conv_transpose_type()), None, False, None
     return (
-        rule is not None,
+        True,
         isinstance(module, _conv_transpose_type()),
-        field,
-        field is passthrough_batched,
+        rule.field,
+        rule.field is passthrough_batched,
+        rule.estimate,
     )
 
 
@@ -837,62 +585,55 @@ def _analyse(
             if module.training is not flag:
                 module.training = flag
     # The forward is over: everything below works on what the hooks and the counter kept.
-    recorder.collect()
-    diagnostics: dict[tuple[str, str], Diagnostic] = {}
-    # Every call closes (the forward hook is always called), so the order they closed in is
-    # already children-first; a call left open by a hook that misbehaved needs the tree walk.
-    closed = recorder.closed
-    ordered = closed if len(closed) == len(recorder.calls) else _post_order(recorder.calls)
-    for call in ordered:
-        if call.finished:
-            call.input_metas = [describe(value) for value in call.inputs]
-            call.output_meta = describe(call.output)
-    if full:
-        assert counter is not None
-        counter.finish()
-        for call in ordered:
-            _estimate_call(call, diagnostics)
-        assert recorder.log is not None
-        # Receptive fields, carried along the forward's log by compiled code.
-        fields = _core.FieldTracker(_module_kind, iter_tensors)
-        for tensor in iter_tensors(positional):
-            fields.seed(id(tensor), tensor.dim())
-        fields.replay(recorder.log)
-    report = _build_report(
+    core = recorder.core
+    if counter is not None:
+        operators = counter.finish(core.count)
+    else:
+        operators = {"own_flops": [], "own_dmas": [], "own_uncounted": [], "first_op": []}
+    layers, module_totals, by_module, module_diagnostics = _core.assemble(
+        core,
+        full,
+        recorder.log,
+        [(id(tensor), tensor.dim()) for tensor in iter_tensors(positional)],
+        operators,
+        (_module_kind, iter_tensors),
+        {"describe": describe, "dtype_names": _DTYPE_NAMES, "device_names": _DEVICE_NAMES},
+        _TEXTS,
+    )
+    if counter is not None:
+        operator_flops = counter.report(by_module)
+        operator_diagnostics = counter.diagnostics()
+    else:
+        operator_flops, operator_diagnostics = _structure_operator_flops(), []
+    return _build_report(
         model,
         named_modules,
-        mode,
-        recorder.calls,
+        layers,
+        module_totals,
         positional,
         keywords,
         resolved_device,
         all_inputs,
         training[0] if training else False,
         flags_before,
-        diagnostics,
-        counter.report(ordered) if counter is not None else _structure_operator_flops(),
-        counter.diagnostics() if counter is not None else [],
+        module_diagnostics,
+        operator_flops,
+        operator_diagnostics,
     )
-    # The call tree links parents and children both ways: unlinked, it is freed at once by
-    # reference counting instead of waiting for the cyclic garbage collector.
-    for call in recorder.calls:
-        call.parent = None
-        call.children = ()
-    return report
 
 
 def _build_report(
     model: Any,
     named_modules: list[tuple[str, Any]],
-    mode: str,
-    calls: list[_Call],
+    layers: list[Layer],
+    module_totals: dict[str, MetricResult] | None,
     positional: tuple[Any, ...],
     keywords: dict[str, Any],
     device: Any,
     inputs: list[Any],
     training: bool,
     flags: Any,
-    module_diagnostics: dict[tuple[str, str], Diagnostic],
+    module_diagnostics: list[Diagnostic],
     operator_flops: OperatorFlops,
     operator_diagnostics: list[Diagnostic],
 ) -> AnalysisReport:
@@ -911,13 +652,15 @@ def _build_report(
                 ),
             }
         )
-    diagnostics.extend(module_diagnostics.values())
+    diagnostics.extend(module_diagnostics)
     diagnostics.extend(operator_diagnostics)
-    roots = [call for call in calls if call.path == ""]
-    if mode == "full" and roots:
-        module_totals = {kind: _sum_metric(kind, roots) for kind in ("flops", "macs", "dmas")}
-    else:
-        module_totals = {kind: _not_requested(kind) for kind in ("flops", "macs", "dmas")}
+    full = module_totals is not None
+    if module_totals is None:
+        module_totals = {
+            "module_flops": _not_requested("flops"),
+            "macs": _not_requested("macs"),
+            "dmas": _not_requested("dmas"),
+        }
     totals: AnalysisTotals = {
         "parameters": storage["parameters"],
         "trainable_parameters": storage["trainable_parameters"],
@@ -926,13 +669,11 @@ def _build_report(
         "buffer_elements": storage["buffer_elements"],
         "buffer_bytes": storage["buffer_bytes"],
         "shared_tensors": shared_tensors,
-        "module_flops": module_totals["flops"],
+        "module_flops": module_totals["module_flops"],
         "operator_flops": operator_flops["total"].copy(),
         "macs": module_totals["macs"],
         "dmas": module_totals["dmas"],
     }
-    counted_modules: set[int] = set()
-    layers = [_layer(call, counted_modules, mode) for call in calls]
     input_kwargs: list[NamedValueMeta] = [
         {"name": name, "value": describe(value)} for name, value in keywords.items()
     ]
@@ -947,7 +688,7 @@ def _build_report(
             flags=flags,
         ),
         "diagnostics": diagnostics,
-        "mode": "full" if mode == "full" else "structure",
+        "mode": "full" if full else "structure",
         "inputs": [describe(value) for value in positional],
         "input_kwargs": input_kwargs,
         "totals": totals,
@@ -1239,17 +980,25 @@ def _crawl_counter_class() -> type:
                 ]
             )
 
-        def finish(self) -> None:
-            """Apply the deferred formulas; give each call its own FLOPs, DMAs and uncounted."""
+        def finish(self, calls: int) -> dict[str, list[Any]]:
+            """Apply the deferred formulas; what the operators of each call position came to.
+
+            For each of the ``calls`` positions: the FLOPs and DMAs of the operators the call
+            ran itself (not inside a child module), the names of those it ran without a
+            formula (``None`` for none), and the sequence number of its first operator (-1).
+            """
             shape_elements, size_type = _core.shape_elements, torch.Size
+            own_flops, own_dmas = [0] * calls, [0] * calls
+            own_uncounted: list[set[str] | None] = [None] * calls
+            first_op = [-1] * calls
             sequence = 0
             for record in self._log:
                 if type(record) is not list:
                     continue
                 entry, call, outcome, flops, args, kwargs = record[:6]
                 out = record[_OP_SHAPED_OUT]
-                if call is not None and call.first_op < 0:
-                    call.first_op = sequence
+                if call is not None and first_op[call] < 0:
+                    first_op[call] = sequence
                 sequence += 1
                 if outcome == DEFERRED:
                     stats = self._stats_for(entry.name)
@@ -1268,20 +1017,27 @@ def _crawl_counter_class() -> type:
                 if call is None:
                     continue
                 if outcome == COUNTED:
-                    call.own_flops += flops
+                    own_flops[call] += flops
                     moved = (args, (out,), kwargs or ())
                     dmas = shape_elements(moved, size_type)
-                    call.own_dmas += _shape_elements(moved) if dmas is None else dmas
+                    own_dmas[call] += _shape_elements(moved) if dmas is None else dmas
                 elif outcome == UNCOUNTED:
-                    if call.own_uncounted is None:
-                        call.own_uncounted = set()
-                    call.own_uncounted.add(entry.name)
+                    names = own_uncounted[call]
+                    if names is None:
+                        names = own_uncounted[call] = set()
+                    names.add(entry.name)
+            return {
+                "own_flops": own_flops,
+                "own_dmas": own_dmas,
+                "own_uncounted": own_uncounted,
+                "first_op": first_op,
+            }
 
-        def report(self, ordered: list[_Call]) -> OperatorFlops:
-            """The ``operator_flops`` section, ``by_module`` summed over the call tree."""
+        def report(self, by_module: list[ModuleOperatorFlops]) -> OperatorFlops:
+            """The ``operator_flops`` section, with the FLOPs of every module path."""
             self._modules = {}
             section = self.operator_flops(scope=_OPERATOR_SCOPE)
-            section["by_module"] = _by_module(ordered)
+            section["by_module"] = by_module
             return section
 
     return CrawlCounter
@@ -1302,55 +1058,3 @@ def _tensors_of(value: Any) -> list[Any]:
         elif isinstance(item, dict):
             pending.extend(reversed(item.values()))
     return found
-
-
-def _by_module(ordered: list[_Call]) -> list[ModuleOperatorFlops]:
-    """Operator FLOPs of every module path, children included, from each call's own operators.
-
-    A path counts the operators run while any of its calls was active, each once (a call nested
-    in a call of the same path adds nothing more). Paths come in the order the forward first ran
-    an operator inside them, outer before inner. ``ordered`` is children first; each call's
-    subtree totals are kept on it (``sub_flops``, ``sub_names``, ``sub_start``).
-    """
-    from .flops import module_operator_flops
-
-    for call in ordered:
-        total = call.own_flops
-        names: Any = call.own_uncounted
-        start = call.first_op
-        for child in call.children:
-            total += child.sub_flops
-            child_names = child.sub_names
-            if child_names:
-                names = names | child_names if names else child_names
-            child_start = child.sub_start
-            if child_start >= 0 and (start < 0 or child_start < start):
-                start = child_start
-        call.sub_flops, call.sub_names, call.sub_start = total, names, start
-    order: dict[str, tuple[int, int]] = {}
-    flops: dict[str, int] = {}
-    uncounted: dict[str, Any] = {}
-    for call in ordered:
-        if call.sub_start < 0:
-            continue
-        path = call.path
-        ancestor = call.parent
-        while ancestor is not None and ancestor.path != path:
-            ancestor = ancestor.parent
-        if ancestor is not None:
-            continue  # nested in a call of the same path, which already counts it
-        key = (call.sub_start, call.level)
-        known = order.get(path)
-        if known is None:
-            order[path], flops[path], uncounted[path] = key, call.sub_flops, call.sub_names
-            continue
-        if key < known:
-            order[path] = key
-        flops[path] += call.sub_flops
-        if call.sub_names:
-            names = uncounted[path]
-            uncounted[path] = names | call.sub_names if names else call.sub_names
-    return [
-        module_operator_flops(path, flops[path], uncounted[path])
-        for path in sorted(order, key=order.__getitem__)
-    ]

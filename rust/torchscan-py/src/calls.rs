@@ -13,6 +13,12 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3::{IntoPyObjectExt, PyTraverseError, intern};
 
+use crate::template::Template;
+
+/// The keys of a tensor's metadata in a report.
+static TENSOR_META: Template =
+    Template::new(&["kind", "shape", "dtype", "device", "requires_grad"]);
+
 /// What a formula or a report needs of a tensor, taken when it is seen: never its values.
 ///
 /// Shape (the tensor's `torch.Size`), dtype, device, `requires_grad` and the identity (`id`) the
@@ -110,7 +116,7 @@ impl TensorSpec {
     /// The report's metadata of the tensor: `{"kind": "tensor", "shape", "dtype", "device",
     /// "requires_grad"}`, with the dtype's and the device's names looked up in the given
     /// caches; `None` while either name is not there yet (the caller names them).
-    fn describe<'py>(
+    pub(crate) fn describe<'py>(
         &self,
         py: Python<'py>,
         dtype_names: &Bound<'py, PyDict>,
@@ -122,7 +128,7 @@ impl TensorSpec {
         let Some(device_text) = device_names.get_item(self.device.bind(py))? else {
             return Ok(None);
         };
-        let meta = PyDict::new(py);
+        let meta = TENSOR_META.dict(py)?;
         meta.set_item(intern!(py, "kind"), intern!(py, "tensor"))?;
         meta.set_item(intern!(py, "shape"), self.shape_list(py)?)?;
         meta.set_item(intern!(py, "dtype"), dtype_text)?;
@@ -143,26 +149,26 @@ impl TensorSpec {
 }
 
 /// A module the recorder knows: the module, its path and its depth in the module tree.
-struct Known {
-    module: Py<PyAny>,
-    path: Py<PyAny>,
-    depth: usize,
+pub(crate) struct Known {
+    pub(crate) module: Py<PyAny>,
+    pub(crate) path: Py<PyAny>,
+    pub(crate) depth: usize,
     /// Calls of it so far.
     calls: usize,
 }
 
 /// One module call.
-struct Call {
+pub(crate) struct Call {
     /// Position of the module in the recorder's list.
-    module: usize,
+    pub(crate) module: usize,
     /// Its calls before this one.
-    call_index: usize,
+    pub(crate) call_index: usize,
     /// Position of the call it was made in, if any.
-    parent: Option<usize>,
+    pub(crate) parent: Option<usize>,
     /// Positional arguments and result, frozen (`None` until the call closes).
-    inputs: Option<Py<PyAny>>,
-    output: Option<Py<PyAny>>,
-    finished: bool,
+    pub(crate) inputs: Option<Py<PyAny>>,
+    pub(crate) output: Option<Py<PyAny>>,
+    pub(crate) finished: bool,
 }
 
 /// Records the module calls of one forward: the call tree, with frozen inputs and outputs.
@@ -176,10 +182,10 @@ struct Call {
 /// the forward is over.
 #[pyclass(module = "torchscan._core")]
 pub struct CallRecorder {
-    known: Vec<Known>,
-    calls: Vec<Call>,
+    pub(crate) known: Vec<Known>,
+    pub(crate) calls: Vec<Call>,
     /// Positions of the calls in the order they closed: children before their parent.
-    closed: Vec<usize>,
+    pub(crate) closed: Vec<usize>,
     top: Option<usize>,
     log: Option<Py<PyList>>,
     tensor: Py<PyAny>,
@@ -212,6 +218,12 @@ impl CallRecorder {
             tensor,
             freeze,
         }
+    }
+
+    /// Number of calls recorded.
+    #[getter]
+    fn count(&self) -> usize {
+        self.calls.len()
     }
 
     /// Position of the innermost open call, `None` outside every call.

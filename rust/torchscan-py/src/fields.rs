@@ -10,11 +10,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyList, PyTuple, PyType};
-use pyo3::{IntoPyObjectExt, intern};
+use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple, PyType};
 
 use crate::calls::TensorSpec;
+use crate::template::Template;
 
 /// Why a call has no field when its input depends on the model input through a step that no
 /// field describes.
@@ -48,24 +49,34 @@ enum State {
     Mixed,
 }
 
-/// What the replay needs of a module's type, asked of Python once per type.
-struct Kind {
+/// What the analysis needs of a module's type, asked of Python once per type.
+pub(crate) struct Kind {
     /// The type, kept alive while its address keys the cache.
     _kind: Py<PyType>,
-    has_rule: bool,
+    /// Whether a module formula serves the type.
+    pub(crate) has_rule: bool,
     transposed: bool,
     /// The rule's field step, `field(module, inputs, output) -> FieldStep | None`.
     field: Option<Py<PyAny>>,
     /// Whether that step is `passthrough_batched` (positions kept in every spatial dimension of
     /// a batched, channels-first first argument), which is worked out here.
     batched_passthrough: bool,
-    name: String,
+    /// The rule's estimate, `estimate(module, inputs, output) -> Estimate | None`.
+    pub(crate) estimate: Option<Py<PyAny>>,
+    /// `type(module).__name__`.
+    pub(crate) name: String,
+    /// The same, as a Python string.
+    pub(crate) name_object: Py<PyString>,
+    /// The method of the estimates its formula gives: `formula for <name>`.
+    pub(crate) formula_method: Py<PyString>,
 }
 
 /// Carries receptive fields along an analysed forward's log (see the module documentation).
 ///
-/// `kind_of(module)` answers `(has_rule, is_transposed_convolution, field_or_None)` for a
-/// module's type; `iter_tensors(value)` lists the tensor specs of a frozen value.
+/// `kind_of(module)` answers `(has_rule, is_transposed_convolution, field_or_None,
+/// field_is_passthrough_batched, estimate_or_None)` for a module's type; `iter_tensors(value)`
+/// lists the tensor specs of a frozen value. `replay(log)` takes module calls as objects with
+/// `module`, `inputs`, `output` and `children` and sets their `receptive_field`.
 #[pyclass(module = "torchscan._core")]
 pub struct FieldTracker {
     states: HashMap<usize, State>,
@@ -78,7 +89,7 @@ pub struct FieldTracker {
 #[pymethods]
 impl FieldTracker {
     #[new]
-    fn new(kind_of: Py<PyAny>, iter_tensors: Py<PyAny>) -> Self {
+    pub(crate) fn new(kind_of: Py<PyAny>, iter_tensors: Py<PyAny>) -> Self {
         Self {
             states: HashMap::new(),
             kinds: HashMap::new(),
@@ -90,7 +101,7 @@ impl FieldTracker {
 
     /// Gives a model input (`id(tensor)` and its number of dimensions) the field of a single
     /// position: size 1, stride 1, padding 0 in each spatial dimension (batched, channels first).
-    fn seed(&mut self, ident: usize, ndim: usize) {
+    pub(crate) fn seed(&mut self, ident: usize, ndim: usize) {
         if ndim >= 3 {
             let spatial = ndim - 2;
             self.states.insert(
@@ -111,7 +122,11 @@ impl FieldTracker {
             match event.cast::<PyList>() {
                 Ok(record) => self.on_operator(py, record)?,
                 Err(_) => {
-                    let field = self.on_call(py, &event)?;
+                    let module = event.getattr(intern!(py, "module"))?;
+                    let inputs = event.getattr(intern!(py, "inputs"))?;
+                    let output = event.getattr(intern!(py, "output"))?;
+                    let children = event.getattr(intern!(py, "children"))?.is_truthy()?;
+                    let field = self.on_call(py, &module, &inputs, &output, children)?;
                     event.setattr(intern!(py, "receptive_field"), field)?;
                 }
             }
@@ -121,7 +136,12 @@ impl FieldTracker {
 }
 
 impl FieldTracker {
-    fn on_operator(&mut self, py: Python<'_>, record: &Bound<'_, PyList>) -> PyResult<()> {
+    /// Carries the fields through one operator of the log.
+    pub(crate) fn on_operator(
+        &mut self,
+        py: Python<'_>,
+        record: &Bound<'_, PyList>,
+    ) -> PyResult<()> {
         let items: Vec<Bound<'_, PyAny>> = record.iter().collect();
         if items.len() < OP_INPUT_IDS {
             return Err(PyValueError::new_err(
@@ -263,27 +283,38 @@ impl FieldTracker {
         }
     }
 
-    /// What the replay needs of `module`'s type.
-    fn kind(&mut self, py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<Arc<Kind>> {
+    /// What the analysis needs of `module`'s type.
+    pub(crate) fn kind(
+        &mut self,
+        py: Python<'_>,
+        module: &Bound<'_, PyAny>,
+    ) -> PyResult<Arc<Kind>> {
         let kind = module.get_type();
         let key = kind.as_ptr() as usize;
         if let Some(known) = self.kinds.get(&key) {
             return Ok(known.clone());
         }
         let answer = self.kind_of.bind(py).call1((module,))?;
-        let (has_rule, transposed, field, batched_passthrough): (
+        #[allow(clippy::type_complexity)]
+        let (has_rule, transposed, field, batched_passthrough, estimate): (
             bool,
             bool,
             Bound<'_, PyAny>,
             bool,
+            Bound<'_, PyAny>,
         ) = answer.extract()?;
+        let name_object = kind.name()?;
+        let name: String = name_object.extract()?;
         let known = Arc::new(Kind {
-            name: kind.name()?.extract()?,
+            formula_method: PyString::new(py, &format!("formula for {name}")).unbind(),
+            name_object: name_object.unbind(),
+            name,
             _kind: kind.unbind(),
             has_rule,
             transposed,
             field: (!field.is_none()).then(|| field.unbind()),
             batched_passthrough,
+            estimate: (!estimate.is_none()).then(|| estimate.unbind()),
         });
         self.kinds.insert(key, known.clone());
         Ok(known)
@@ -308,27 +339,28 @@ impl FieldTracker {
         Ok(found)
     }
 
-    /// The field of one module call, carried to its outputs.
-    fn on_call<'py>(
+    /// The field of one module call (its frozen inputs and output, and whether it called other
+    /// modules), carried to its outputs.
+    pub(crate) fn on_call<'py>(
         &mut self,
         py: Python<'py>,
-        call: &Bound<'py, PyAny>,
+        module: &Bound<'py, PyAny>,
+        inputs: &Bound<'py, PyAny>,
+        output: &Bound<'py, PyAny>,
+        has_children: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let module = call.getattr(intern!(py, "module"))?;
-        let kind = self.kind(py, &module)?;
-        let output = call.getattr(intern!(py, "output"))?;
-        let outputs = self.specs(py, &output)?;
-        if !kind.has_rule && call.getattr(intern!(py, "children"))?.is_truthy()? {
+        let kind = self.kind(py, module)?;
+        let outputs = self.specs(py, output)?;
+        if !kind.has_rule && has_children {
             return match outputs
                 .first()
                 .and_then(|(ident, _)| self.states.get(ident))
             {
-                None => unavailable(py, NOT_A_CHAIN),
-                Some(State::Mixed) => unavailable(py, MIXED_REASON),
+                None => unavailable(py, intern!(py, NOT_A_CHAIN)),
+                Some(State::Mixed) => unavailable(py, intern!(py, MIXED_REASON)),
                 Some(State::Field(field)) => complete(py, field),
             };
         }
-        let inputs = call.getattr(intern!(py, "inputs"))?;
         let first = match inputs.cast::<PyTuple>() {
             Ok(tuple) if !tuple.is_empty() => Some(tuple.get_item(0)?),
             Ok(_) => None,
@@ -336,21 +368,21 @@ impl FieldTracker {
         };
         let input = match &first {
             Some(value) if value.cast::<TensorSpec>().is_ok() => self.specs(py, value)?,
-            _ => self.specs(py, &inputs)?,
+            _ => self.specs(py, inputs)?,
         };
         let state = input
             .first()
             .and_then(|(ident, _)| self.states.get(ident))
             .cloned();
         let field = match state {
-            None => return unavailable(py, NOT_FROM_INPUT),
+            None => return unavailable(py, intern!(py, NOT_FROM_INPUT)),
             // From here the output depends on the model input: when no field describes that
             // dependence, the outputs are marked so that nothing after them claims one.
-            Some(State::Mixed) => return self.mix(py, &outputs, MIXED_REASON),
+            Some(State::Mixed) => return self.mix(py, &outputs, intern!(py, MIXED_REASON)),
             Some(State::Field(field)) => field,
         };
         if kind.transposed {
-            return self.mix(py, &outputs, TRANSPOSED);
+            return self.mix(py, &outputs, intern!(py, TRANSPOSED));
         }
         let dims = field.size.len();
         if kind.batched_passthrough {
@@ -361,7 +393,7 @@ impl FieldTracker {
                 .and_then(|value| value.cast::<TensorSpec>().ok())
             else {
                 let reason = format!("{} does not keep spatial positions aligned", kind.name);
-                return self.mix(py, &outputs, &reason);
+                return self.mix(py, &outputs, &PyString::new(py, &reason));
             };
             let (_, ndim) = spec.get().identity_and_ndim(py)?;
             let spatial = ndim.saturating_sub(2);
@@ -370,17 +402,17 @@ impl FieldTracker {
                     "{} works on {} spatial dimensions, its input has {}",
                     kind.name, spatial, dims
                 );
-                return self.mix(py, &outputs, &reason);
+                return self.mix(py, &outputs, &PyString::new(py, &reason));
             }
             return self.carry(py, &outputs, field);
         }
         let step = match &kind.field {
-            Some(function) => function.bind(py).call1((&module, &inputs, &output))?,
+            Some(function) => function.bind(py).call1((module, inputs, output))?,
             None => py.None().into_bound(py),
         };
         if step.is_none() {
             let reason = format!("{} does not keep spatial positions aligned", kind.name);
-            return self.mix(py, &outputs, &reason);
+            return self.mix(py, &outputs, &PyString::new(py, &reason));
         }
         let read = |name: &Bound<'py, pyo3::types::PyString>| -> PyResult<Vec<f64>> {
             step.getattr(name)?.extract()
@@ -393,7 +425,7 @@ impl FieldTracker {
                 kernel.len(),
                 dims
             );
-            return self.mix(py, &outputs, &reason);
+            return self.mix(py, &outputs, &PyString::new(py, &reason));
         }
         let stride = read(intern!(py, "stride"))?;
         let padding = read(intern!(py, "padding"))?;
@@ -456,7 +488,7 @@ impl FieldTracker {
         &mut self,
         py: Python<'py>,
         outputs: &[(usize, usize)],
-        reason: &str,
+        reason: &Bound<'py, PyString>,
     ) -> PyResult<Bound<'py, PyDict>> {
         for &(ident, _) in outputs {
             self.states.insert(ident, State::Mixed);
@@ -465,9 +497,12 @@ impl FieldTracker {
     }
 }
 
+/// The keys of a call's `receptive_field` section.
+static SECTION: Template = Template::new(&["status", "size", "stride", "padding", "reason"]);
+
 /// The `receptive_field` section of a call with a field.
 fn complete<'py>(py: Python<'py>, field: &Field) -> PyResult<Bound<'py, PyDict>> {
-    let section = PyDict::new(py);
+    let section = SECTION.dict(py)?;
     section.set_item(intern!(py, "status"), intern!(py, "complete"))?;
     section.set_item(intern!(py, "size"), PyList::new(py, &field.size)?)?;
     section.set_item(intern!(py, "stride"), PyList::new(py, &field.stride)?)?;
@@ -477,13 +512,13 @@ fn complete<'py>(py: Python<'py>, field: &Field) -> PyResult<Bound<'py, PyDict>>
 }
 
 /// The `receptive_field` section of a call without one, and why.
-fn unavailable<'py>(py: Python<'py>, reason: &str) -> PyResult<Bound<'py, PyDict>> {
-    let section = PyDict::new(py);
+pub(crate) fn unavailable<'py>(
+    py: Python<'py>,
+    reason: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let section = SECTION.dict(py)?; // size, stride and padding stay None
     section.set_item(intern!(py, "status"), intern!(py, "unavailable"))?;
-    section.set_item(intern!(py, "size"), py.None())?;
-    section.set_item(intern!(py, "stride"), py.None())?;
-    section.set_item(intern!(py, "padding"), py.None())?;
-    section.set_item(intern!(py, "reason"), reason.into_bound_py_any(py)?)?;
+    section.set_item(intern!(py, "reason"), reason)?;
     Ok(section)
 }
 

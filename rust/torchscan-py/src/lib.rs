@@ -1,11 +1,13 @@
 //! `torchscan._core`: a thin binding over torchscan-core. Strings in, strings out; errors are
 //! mapped to Python exceptions in `errors.rs` only.
 
+mod assemble;
 mod calls;
 mod dispatch;
 mod errors;
 mod fields;
 mod functions;
+mod template;
 
 use pyo3::prelude::*;
 
@@ -23,6 +25,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     errors::register(module)?;
     functions::register(module)?;
+    assemble::register(module)?;
     calls::register(module)?;
     dispatch::register(module)?;
     fields::register(module)?;

@@ -1,0 +1,715 @@
+//! The per-call parts of an analysis report, assembled by compiled code once the forward is over.
+//!
+//! `crawl_module` records the module calls of its forward in a [`CallRecorder`] and, in full
+//! mode, logs every operator. [`assemble`] turns those records into the report's layers: the
+//! metadata of what each call received and returned, the module estimates (a module's formula,
+//! or its children plus the operators it ran itself), the receptive fields (see
+//! [`FieldTracker`]), the model's module totals and the operator FLOPs of every module path.
+//! Only the formulas and the description of values other than tensors run Python code.
+
+use std::collections::{BTreeSet, HashSet};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString};
+
+use crate::calls::{CallRecorder, TensorSpec};
+use crate::fields::{FieldTracker, unavailable};
+use crate::template::Template;
+
+const NOT_REQUESTED: &str = "not requested";
+const FROM_CHILDREN: &str = "sum of its children's estimates and of the operators it runs itself";
+const FROM_OPERATORS: &str = "operators it runs itself";
+
+/// The texts the report gives module estimates and the operator FLOPs of module paths.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct Texts {
+    /// Scope of every module estimate.
+    module_scope: Py<PyString>,
+    /// Method of the model's module totals.
+    module_method: Py<PyString>,
+    /// Scope of the operator FLOPs of a module path.
+    path_scope: Py<PyString>,
+    /// Method of the operator FLOPs of a module path.
+    path_method: Py<PyString>,
+}
+
+/// The keys of a metric in a report.
+static METRIC: Template = Template::new(&[
+    "status",
+    "value",
+    "known_value",
+    "unit",
+    "scope",
+    "method",
+    "reason",
+]);
+
+/// The keys of a layer in a report.
+static LAYER: Template = Template::new(&[
+    "path",
+    "call_index",
+    "depth",
+    "type_name",
+    "inputs",
+    "output",
+    "parameters",
+    "trainable_parameters",
+    "buffers",
+    "flops",
+    "macs",
+    "dmas",
+    "receptive_field",
+]);
+
+/// A module estimate: complete, or partial with what is known and why the rest is missing.
+struct Metric {
+    known: f64,
+    method: Py<PyString>,
+    /// `None` for a complete estimate.
+    reason: Option<String>,
+}
+
+impl Metric {
+    fn to_dict<'py>(
+        &self,
+        py: Python<'py>,
+        unit: &Bound<'py, PyString>,
+        scope: &Bound<'py, PyString>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let metric = METRIC.dict(py)?;
+        match &self.reason {
+            None => {
+                metric.set_item(intern!(py, "status"), intern!(py, "complete"))?;
+                metric.set_item(intern!(py, "value"), self.known)?;
+            }
+            Some(reason) => {
+                metric.set_item(intern!(py, "status"), intern!(py, "partial"))?;
+                metric.set_item(intern!(py, "reason"), reason)?;
+            }
+        }
+        metric.set_item(intern!(py, "known_value"), self.known)?;
+        metric.set_item(intern!(py, "unit"), unit)?;
+        metric.set_item(intern!(py, "scope"), scope)?;
+        metric.set_item(intern!(py, "method"), self.method.bind(py))?;
+        Ok(metric)
+    }
+}
+
+/// An estimate not computed in structure mode.
+fn not_requested<'py>(
+    py: Python<'py>,
+    unit: &Bound<'py, PyString>,
+    scope: &Bound<'py, PyString>,
+    method: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let metric = METRIC.dict(py)?; // value and known_value stay None
+    metric.set_item(intern!(py, "status"), intern!(py, "unavailable"))?;
+    metric.set_item(intern!(py, "unit"), unit)?;
+    metric.set_item(intern!(py, "scope"), scope)?;
+    metric.set_item(intern!(py, "method"), method)?;
+    metric.set_item(intern!(py, "reason"), intern!(py, NOT_REQUESTED))?;
+    Ok(metric)
+}
+
+/// The names and units of the three estimates, as Python strings.
+fn kinds(py: Python<'_>) -> [(&Bound<'_, PyString>, &Bound<'_, PyString>); 3] {
+    [
+        (intern!(py, "flops"), intern!(py, "FLOPs")),
+        (intern!(py, "macs"), intern!(py, "MACs")),
+        (intern!(py, "dmas"), intern!(py, "DMAs")),
+    ]
+}
+
+/// One module call, as the assembly needs it.
+struct Node {
+    module: usize,
+    call_index: usize,
+    parent: Option<usize>,
+    inputs: Option<Py<PyAny>>,
+    output: Option<Py<PyAny>>,
+    finished: bool,
+    children: Vec<usize>,
+    /// Nesting in the call tree (0 for a call made outside any tracked module).
+    level: usize,
+    /// Operators the call ran itself (not inside a child module), from the operator pass.
+    own_flops: u128,
+    own_dmas: f64,
+    own_uncounted: Option<BTreeSet<String>>,
+    first_op: i64,
+    /// Set once the forward's calls are walked children first.
+    estimates: Option<[Metric; 3]>,
+    sub_flops: u128,
+    sub_names: BTreeSet<String>,
+    sub_start: i64,
+}
+
+/// A module the calls refer to.
+struct Module {
+    module: Py<PyAny>,
+    path: Py<PyAny>,
+    path_text: String,
+    depth: usize,
+}
+
+/// What the operator pass found per call position (all empty in structure mode).
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct Operators {
+    own_flops: Vec<u128>,
+    own_dmas: Vec<f64>,
+    own_uncounted: Vec<Option<BTreeSet<String>>>,
+    first_op: Vec<i64>,
+}
+
+/// How values are described: `describe(value)` for anything, with the dtype and device names
+/// it has already worked out, which tensor specs are described with here.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+struct Describe<'py> {
+    describe: Bound<'py, PyAny>,
+    dtype_names: Bound<'py, PyDict>,
+    device_names: Bound<'py, PyDict>,
+}
+
+impl<'py> Describe<'py> {
+    fn of(&self, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        if let Ok(spec) = value.cast::<TensorSpec>()
+            && let Some(meta) =
+                spec.get()
+                    .describe(value.py(), &self.dtype_names, &self.device_names)?
+        {
+            return Ok(meta.into_any());
+        }
+        self.describe.call1((value,))
+    }
+}
+
+/// Assembles the per-call parts of an analysis report from a recorder whose forward is over.
+///
+/// Returns `(layers, module_totals, by_module, diagnostics)`: the report's layers in the order
+/// the calls opened; the model's `module_flops`, `macs` and `dmas` (`None` in structure mode);
+/// the operator FLOPs of every module path (empty in structure mode); and the diagnostics of
+/// modules without a formula. `full` asks for the estimates and receptive fields, from the
+/// forward's `log` (calls as their positions, operators as the crawl counter logs them), the
+/// model inputs' `(id, ndim)` and what the operator pass found per call (`operators`).
+/// `helpers` is `(kind_of, iter_tensors)` as [`FieldTracker`] takes them, `describe` is
+/// `(describe, dtype_names, device_names)` and `texts` the scopes and methods of the report.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+#[allow(clippy::type_complexity)]
+fn assemble<'py>(
+    py: Python<'py>,
+    recorder: &Bound<'py, CallRecorder>,
+    full: bool,
+    log: Option<Bound<'py, PyList>>,
+    seeds: Vec<(usize, usize)>,
+    operators: Operators,
+    helpers: (Py<PyAny>, Py<PyAny>),
+    describe: Describe<'py>,
+    texts: Texts,
+) -> PyResult<(
+    Bound<'py, PyList>,
+    Option<Bound<'py, PyDict>>,
+    Bound<'py, PyList>,
+    Bound<'py, PyList>,
+)> {
+    // Everything is copied out first: formulas run Python code, which must find the recorder
+    // free.
+    let (modules, mut nodes, closed) = {
+        let this = recorder.try_borrow()?;
+        let modules = this
+            .known
+            .iter()
+            .map(|known| {
+                Ok(Module {
+                    module: known.module.clone_ref(py),
+                    path: known.path.clone_ref(py),
+                    path_text: known.path.bind(py).extract()?,
+                    depth: known.depth,
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let nodes: Vec<Node> = this
+            .calls
+            .iter()
+            .map(|call| Node {
+                module: call.module,
+                call_index: call.call_index,
+                parent: call.parent,
+                inputs: call.inputs.as_ref().map(|value| value.clone_ref(py)),
+                output: call.output.as_ref().map(|value| value.clone_ref(py)),
+                finished: call.finished,
+                children: Vec::new(),
+                level: 0,
+                own_flops: 0,
+                own_dmas: 0.0,
+                own_uncounted: None,
+                first_op: -1,
+                estimates: None,
+                sub_flops: 0,
+                sub_names: BTreeSet::new(),
+                sub_start: -1,
+            })
+            .collect();
+        (modules, nodes, this.closed.clone())
+    };
+    let count = nodes.len();
+    for position in 0..count {
+        if let Some(parent) = nodes[position].parent {
+            nodes[position].level = nodes[parent].level + 1;
+            nodes[parent].children.push(position);
+        }
+    }
+    // Every call closes (the forward hook is always called), so the order they closed in is
+    // already children first; a call left open by a hook that misbehaved needs the tree walk.
+    let ordered = if closed.len() == count {
+        closed
+    } else {
+        post_order(&nodes)
+    };
+    let module_scope = texts.module_scope.bind(py);
+    let module_method = texts.module_method.bind(py);
+    let mut diagnostics: Vec<Bound<'py, PyDict>> = Vec::new();
+    let mut fields: Vec<Option<Bound<'py, PyDict>>> = (0..count).map(|_| None).collect();
+    let mut tracker = FieldTracker::new(helpers.0, helpers.1);
+    if full {
+        if operators.own_flops.len() != count
+            || operators.own_dmas.len() != count
+            || operators.own_uncounted.len() != count
+            || operators.first_op.len() != count
+        {
+            return Err(PyValueError::new_err(format!(
+                "the operator pass gives {} calls, the recorder {count}",
+                operators.own_flops.len()
+            )));
+        }
+        for (position, node) in nodes.iter_mut().enumerate() {
+            node.own_flops = operators.own_flops[position];
+            node.own_dmas = operators.own_dmas[position];
+            node.own_uncounted = operators.own_uncounted[position].clone();
+            node.first_op = operators.first_op[position];
+        }
+        let mut reported: HashSet<usize> = HashSet::new();
+        for &position in &ordered {
+            estimate(
+                py,
+                &mut nodes,
+                &modules,
+                &mut tracker,
+                position,
+                &mut reported,
+                &mut diagnostics,
+            )?;
+        }
+        for (ident, ndim) in seeds {
+            tracker.seed(ident, ndim);
+        }
+        if let Some(log) = &log {
+            for event in log.iter() {
+                if let Ok(record) = event.cast::<PyList>() {
+                    tracker.on_operator(py, record)?;
+                    continue;
+                }
+                let position: usize = event.extract()?;
+                let Some(node) = nodes.get(position) else {
+                    return Err(PyValueError::new_err(format!(
+                        "the log names call {position} of {count}"
+                    )));
+                };
+                let none = py.None();
+                let inputs = node.inputs.as_ref().unwrap_or(&none).bind(py);
+                let output = node.output.as_ref().unwrap_or(&none).bind(py);
+                let module = modules[node.module].module.bind(py);
+                let field =
+                    tracker.on_call(py, module, inputs, output, !node.children.is_empty())?;
+                fields[position] = Some(field);
+            }
+        }
+    }
+    // The layers, in the order the calls opened; a module's own parameters and buffers are
+    // counted at its first call only.
+    let layers = PyList::empty(py);
+    let mut counted = vec![false; modules.len()];
+    for (position, node) in nodes.iter().enumerate() {
+        let module = &modules[node.module];
+        let (parameters, trainable, buffers) = if counted[node.module] {
+            (0, 0, 0)
+        } else {
+            counted[node.module] = true;
+            own_counts(py, module.module.bind(py))?
+        };
+        let layer = LAYER.dict(py)?;
+        layer.set_item(intern!(py, "path"), module.path.bind(py))?;
+        layer.set_item(intern!(py, "call_index"), node.call_index)?;
+        layer.set_item(intern!(py, "depth"), module.depth)?;
+        let kind = tracker.kind(py, module.module.bind(py))?;
+        layer.set_item(intern!(py, "type_name"), kind.name_object.bind(py))?;
+        let metas = PyList::empty(py);
+        let mut output = py.None().into_bound(py);
+        if node.finished {
+            if let Some(inputs) = &node.inputs {
+                for value in inputs.bind(py).try_iter()? {
+                    metas.append(describe.of(&value?)?)?;
+                }
+            }
+            let none = py.None();
+            output = describe.of(node.output.as_ref().unwrap_or(&none).bind(py))?;
+        }
+        layer.set_item(intern!(py, "inputs"), metas)?;
+        layer.set_item(intern!(py, "output"), output)?;
+        layer.set_item(intern!(py, "parameters"), parameters)?;
+        layer.set_item(intern!(py, "trainable_parameters"), trainable)?;
+        layer.set_item(intern!(py, "buffers"), buffers)?;
+        for (index, (name, unit)) in kinds(py).into_iter().enumerate() {
+            let metric = match &node.estimates {
+                Some(estimates) if full => estimates[index].to_dict(py, unit, module_scope)?,
+                _ => not_requested(py, unit, module_scope, module_method)?,
+            };
+            layer.set_item(name, metric)?;
+        }
+        let field = match fields[position].take() {
+            Some(field) => field,
+            None if full => unavailable(py, intern!(py, "not computed for this call"))?,
+            None => unavailable(py, intern!(py, NOT_REQUESTED))?,
+        };
+        layer.set_item(intern!(py, "receptive_field"), field)?;
+        layers.append(layer)?;
+    }
+    let by_module = PyList::empty(py);
+    let totals = if full {
+        for (entry_path, flops, names) in path_flops(&mut nodes, &modules, &ordered) {
+            let entry = PyDict::new(py);
+            entry.set_item(intern!(py, "path"), entry_path)?;
+            let reason = (!names.is_empty()).then(|| {
+                let listed: Vec<&str> = names.iter().map(String::as_str).collect();
+                format!(
+                    "uncounted operators ran inside this module: {}",
+                    listed.join(", ")
+                )
+            });
+            let metric = Metric {
+                known: flops as f64,
+                method: texts.path_method.clone_ref(py),
+                reason,
+            };
+            entry.set_item(
+                intern!(py, "flops"),
+                metric.to_dict(py, intern!(py, "FLOPs"), texts.path_scope.bind(py))?,
+            )?;
+            by_module.append(entry)?;
+        }
+        Some(module_totals(py, &nodes, &modules, &texts)?)
+    } else {
+        None
+    };
+    Ok((layers, totals, by_module, PyList::new(py, diagnostics)?))
+}
+
+/// Every call, children before their parent, siblings in call order.
+fn post_order(nodes: &[Node]) -> Vec<usize> {
+    let mut ordered = Vec::with_capacity(nodes.len());
+    let mut stack: Vec<(usize, usize)> = (0..nodes.len())
+        .rev()
+        .filter(|&position| nodes[position].parent.is_none())
+        .map(|position| (position, 0))
+        .collect();
+    while let Some((position, child)) = stack.pop() {
+        if let Some(&next) = nodes[position].children.get(child) {
+            stack.push((position, child + 1));
+            stack.push((next, 0));
+        } else {
+            ordered.push(position);
+        }
+    }
+    ordered
+}
+
+/// `(parameters, trainable parameters, buffers)` of a module itself, without its children.
+fn own_counts(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<(u64, u64, u64)> {
+    let (mut parameters, mut trainable, mut buffers) = (0_u64, 0_u64, 0_u64);
+    let numel = intern!(py, "numel");
+    for tensor in module
+        .getattr(intern!(py, "_parameters"))?
+        .call_method0(intern!(py, "values"))?
+        .try_iter()?
+    {
+        let tensor = tensor?;
+        if tensor.is_none() {
+            continue;
+        }
+        let elements: u64 = tensor.call_method0(numel)?.extract()?;
+        parameters += elements;
+        if tensor.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
+            trainable += elements;
+        }
+    }
+    for tensor in module
+        .getattr(intern!(py, "_buffers"))?
+        .call_method0(intern!(py, "values"))?
+        .try_iter()?
+    {
+        let tensor = tensor?;
+        if !tensor.is_none() {
+            buffers += tensor.call_method0(numel)?.extract::<u64>()?;
+        }
+    }
+    Ok((parameters, trainable, buffers))
+}
+
+/// Sets the estimates of the call at `position`, whose children have theirs: the module's
+/// formula, or its children plus the operators it runs itself.
+fn estimate<'py>(
+    py: Python<'py>,
+    nodes: &mut [Node],
+    modules: &[Module],
+    tracker: &mut FieldTracker,
+    position: usize,
+    reported: &mut HashSet<usize>,
+    diagnostics: &mut Vec<Bound<'py, PyDict>>,
+) -> PyResult<()> {
+    let node = &nodes[position];
+    let module = &modules[node.module];
+    let bound = module.module.bind(py);
+    let kind = tracker.kind(py, bound)?;
+    let none = py.None();
+    if node.finished
+        && let Some(formula) = &kind.estimate
+    {
+        let inputs = node.inputs.as_ref().unwrap_or(&none).bind(py);
+        let output = node.output.as_ref().unwrap_or(&none).bind(py);
+        let found = formula.bind(py).call1((bound, inputs, output))?;
+        if !found.is_none() {
+            let method = &kind.formula_method;
+            // As `float(value)`: exact for floats, correctly rounded for integers.
+            let value =
+                |name: &Bound<'_, PyString>| -> PyResult<f64> { found.getattr(name)?.extract() };
+            let values = [
+                value(intern!(py, "flops"))?,
+                value(intern!(py, "macs"))?,
+                value(intern!(py, "dmas"))?,
+            ];
+            nodes[position].estimates = Some(values.map(|known| Metric {
+                known,
+                method: method.clone_ref(py),
+                reason: None,
+            }));
+            return Ok(());
+        }
+    }
+    let mut missing: Vec<String> = Vec::new();
+    if !node.finished {
+        missing.push(format!("{} did not finish its forward", kind.name));
+    } else if is_leaf(py, bound)? {
+        missing.push(format!("no formula for {}", kind.name));
+        if reported.insert(node.module) {
+            let diagnostic = PyDict::new(py);
+            diagnostic.set_item(intern!(py, "code"), "module_without_formula")?;
+            diagnostic.set_item(intern!(py, "severity"), "warning")?;
+            diagnostic.set_item(intern!(py, "metric"), "module_flops")?;
+            diagnostic.set_item(
+                intern!(py, "message"),
+                format!(
+                    "{} has no module estimate formula; module FLOPs, MACs and DMAs are partial \
+                     (lower bounds). Operator FLOPs count its operators.",
+                    kind.name
+                ),
+            )?;
+            diagnostic.set_item(intern!(py, "path"), module.path.bind(py))?;
+            diagnostics.push(diagnostic);
+        }
+    }
+    if let Some(names) = &node.own_uncounted
+        && !names.is_empty()
+    {
+        let listed: Vec<&str> = names.iter().map(String::as_str).collect();
+        missing.push(format!(
+            "operators without a FLOP formula ran in {}: {}",
+            kind.name,
+            listed.join(", ")
+        ));
+    }
+    let own_flops = node.own_flops as f64;
+    let own = [own_flops, own_flops / 2.0, node.own_dmas];
+    let method = if node.children.is_empty() {
+        intern!(py, FROM_OPERATORS)
+    } else {
+        intern!(py, FROM_CHILDREN)
+    };
+    let mut estimates: Vec<Metric> = Vec::with_capacity(3);
+    for (index, own_value) in own.iter().enumerate() {
+        let mut children = 0.0_f64;
+        let mut incomplete = false;
+        for &child in &node.children {
+            let Some(metric) = nodes[child].estimates.as_ref().map(|all| &all[index]) else {
+                return Err(PyValueError::new_err(
+                    "a call's estimates were asked for before its children's",
+                ));
+            };
+            children += metric.known;
+            incomplete |= metric.reason.is_some();
+        }
+        let known = own_value + children;
+        let reason = if missing.is_empty() && !incomplete {
+            None
+        } else {
+            let mut reasons = missing.clone();
+            if incomplete {
+                reasons.push("a child module's estimate is incomplete".to_owned());
+            }
+            Some(reasons.join("; "))
+        };
+        estimates.push(Metric {
+            known,
+            method: method.clone().unbind(),
+            reason,
+        });
+    }
+    let [flops, macs, dmas]: [Metric; 3] = estimates
+        .try_into()
+        .map_err(|_| PyValueError::new_err("three estimates per call"))?;
+    nodes[position].estimates = Some([flops, macs, dmas]);
+    Ok(())
+}
+
+/// Whether the module has no child module.
+fn is_leaf(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<bool> {
+    for child in module
+        .getattr(intern!(py, "_modules"))?
+        .call_method0(intern!(py, "values"))?
+        .try_iter()?
+    {
+        if !child?.is_none() {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// A module path's first operator and level, its module, FLOPs and uncounted operator names.
+type PathEntry = ((i64, usize), usize, u128, BTreeSet<String>);
+
+/// Operator FLOPs of every module path, children included, from each call's own operators:
+/// `(path, flops, uncounted operator names)`.
+///
+/// A path counts the operators run while any of its calls was active, each once (a call nested
+/// in a call of the same path adds nothing more). Paths come in the order the forward first ran
+/// an operator inside them, outer before inner.
+fn path_flops<'py>(
+    nodes: &mut [Node],
+    modules: &'py [Module],
+    ordered: &[usize],
+) -> Vec<(&'py Py<PyAny>, u128, BTreeSet<String>)> {
+    for &position in ordered {
+        let mut total = nodes[position].own_flops;
+        let mut names = nodes[position].own_uncounted.clone().unwrap_or_default();
+        let mut start = nodes[position].first_op;
+        for index in 0..nodes[position].children.len() {
+            let child = &nodes[nodes[position].children[index]];
+            total = total.saturating_add(child.sub_flops);
+            names.extend(child.sub_names.iter().cloned());
+            if child.sub_start >= 0 && (start < 0 || child.sub_start < start) {
+                start = child.sub_start;
+            }
+        }
+        let node = &mut nodes[position];
+        node.sub_flops = total;
+        node.sub_names = names;
+        node.sub_start = start;
+    }
+    // (first operator, level) orders the paths; entries keep the order they were met in.
+    let mut paths: Vec<PathEntry> = Vec::new();
+    let mut index_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for &position in ordered {
+        let node = &nodes[position];
+        if node.sub_start < 0 {
+            continue;
+        }
+        let path = modules[node.module].path_text.as_str();
+        let mut ancestor = node.parent;
+        while let Some(above) = ancestor {
+            if modules[nodes[above].module].path_text == path {
+                break;
+            }
+            ancestor = nodes[above].parent;
+        }
+        if ancestor.is_some() {
+            continue; // nested in a call of the same path, which already counts it
+        }
+        let key = (node.sub_start, node.level);
+        match index_of.get(path) {
+            None => {
+                index_of.insert(path, paths.len());
+                paths.push((key, node.module, node.sub_flops, node.sub_names.clone()));
+            }
+            Some(&index) => {
+                let entry = &mut paths[index];
+                if key < entry.0 {
+                    entry.0 = key;
+                }
+                entry.2 = entry.2.saturating_add(node.sub_flops);
+                entry.3.extend(node.sub_names.iter().cloned());
+            }
+        }
+    }
+    paths.sort_by_key(|entry| entry.0);
+    paths
+        .into_iter()
+        .map(|(_, module, flops, names)| (&modules[module].path, flops, names))
+        .collect()
+}
+
+/// The model's `module_flops`, `macs` and `dmas`: the sums over the calls of the root module.
+fn module_totals<'py>(
+    py: Python<'py>,
+    nodes: &[Node],
+    modules: &[Module],
+    texts: &Texts,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (scope, method) = (texts.module_scope.bind(py), texts.module_method.bind(py));
+    let roots: Vec<&Node> = nodes
+        .iter()
+        .filter(|node| modules[node.module].path_text.is_empty())
+        .collect();
+    let totals = PyDict::new(py);
+    for (index, (name, unit)) in kinds(py).into_iter().enumerate() {
+        let total_name = if index == 0 {
+            intern!(py, "module_flops")
+        } else {
+            name
+        };
+        if roots.is_empty() {
+            totals.set_item(total_name, not_requested(py, unit, scope, method)?)?;
+            continue;
+        }
+        let mut known = 0.0_f64;
+        let mut reasons: BTreeSet<&str> = BTreeSet::new();
+        let mut incomplete = false;
+        for root in &roots {
+            let Some(metric) = root.estimates.as_ref().map(|all| &all[index]) else {
+                return Err(PyValueError::new_err("a root call has no estimates"));
+            };
+            known += metric.known;
+            if let Some(reason) = &metric.reason {
+                incomplete = true;
+                if !reason.is_empty() {
+                    reasons.insert(reason);
+                }
+            }
+        }
+        let metric = Metric {
+            known,
+            method: method.clone().unbind(),
+            reason: incomplete.then(|| reasons.into_iter().collect::<Vec<_>>().join("; ")),
+        };
+        totals.set_item(total_name, metric.to_dict(py, unit, scope)?)?;
+    }
+    Ok(totals)
+}
+
+/// Adds [`assemble`] to the module.
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(assemble, module)?)
+}
