@@ -31,6 +31,7 @@ __all__ = [
     "render_report_json",
     "shape_elements",
     "validate_report_json",
+    "walk_storage",
 ]
 
 __version__: str
@@ -61,12 +62,16 @@ def block_timing(
 ) -> tuple[float, float, int, float]: ...
 def cli_main(argv: list[str]) -> int: ...
 def shape_elements(values: Any, size_type: Any) -> int | None: ...
+def walk_storage(
+    named_modules: list[tuple[str, Any]],
+) -> tuple[list[tuple[int, int, int]], tuple[int, int, int, int, int, list[Any]] | None]: ...
 def assemble(
     recorder: CallRecorder,
     full: bool,
     log: list[Any] | None,
     seeds: list[tuple[int, int]],
     operators: dict[str, list[Any]],
+    own_counts: list[tuple[int, int, int]],
     helpers: tuple[Any, Any],
     describe: dict[str, Any],
     texts: dict[str, str],

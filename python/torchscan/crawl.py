@@ -273,31 +273,25 @@ def _all_named_modules(model: Any) -> list[tuple[str, Any]]:
     return found
 
 
-def _distinct_storage(tensors: list[Any]) -> bool:
-    """Whether no tensor is listed twice and no two view one storage (the usual case)."""
-    if len({id(tensor) for tensor in tensors}) != len(tensors):
-        return False
-    try:
-        pointers = {tensor.data_ptr() for tensor in tensors}
-    except (RuntimeError, NotImplementedError):  # storage-less tensors: the general path
-        return False
-    return len(pointers) == len(tensors) and 0 not in pointers
-
-
 def _count(value: int, what: str) -> MetricResult:
     """An element count among the totals: always complete, unit ``count``."""
     return _metrics.complete(int(value), "count", _COUNT_SCOPE.format(what=what), _COUNT_METHOD)
 
 
 def _totals_storage(
-    named_modules: list[tuple[str, Any]],
+    named_modules: list[tuple[str, Any]], walked: Any
 ) -> tuple[dict[str, MetricResult], int, list[str], set[Any]]:
-    """Parameter and buffer counts and storage, shared names, and the parameters' float dtypes."""
-    params = [t for _, m in named_modules for t in m._parameters.values() if t is not None]
-    buffers = [t for _, m in named_modules for t in m._buffers.values() if t is not None]
+    """Parameter and buffer counts and storage, shared names, and the parameters' float dtypes.
+
+    ``walked`` holds the totals ``_core.walk_storage`` found when no tensor is shared (else
+    ``None``: the shared tensors are found here, by name, and counted once).
+    """
     shared_params = shared_buffers = 0
     shared_names: list[str] = []
-    if not _distinct_storage(params + buffers):
+    if walked is not None:
+        parameters, trainable, parameter_bytes, buffer_count, buffer_bytes, found = walked
+        dtypes: set[Any] = set(found)
+    else:
         # Something is shared: names are needed to count it and to say which.
         named_parameters, named_buffers = _named_tensors(named_modules)
         params, shared_params = _unique_tensors(named_parameters)
@@ -310,21 +304,21 @@ def _totals_storage(
             shared_names = [
                 " = ".join(dict.fromkeys(names)) for names in by_id.values() if len(set(names)) > 1
             ]
-    parameters = trainable = parameter_bytes = 0
-    dtypes: set[Any] = set()
-    for tensor in params:
-        count = tensor.numel()
-        parameters += count
-        parameter_bytes += count * tensor.element_size()
-        if tensor.requires_grad:
-            trainable += count
-        if tensor.is_floating_point():
-            dtypes.add(tensor.dtype)
-    buffer_count = buffer_bytes = 0
-    for tensor in buffers:
-        count = tensor.numel()
-        buffer_count += count
-        buffer_bytes += count * tensor.element_size()
+        parameters = trainable = parameter_bytes = 0
+        dtypes = set()
+        for tensor in params:
+            count = tensor.numel()
+            parameters += count
+            parameter_bytes += count * tensor.element_size()
+            if tensor.requires_grad:
+                trainable += count
+            if tensor.is_floating_point():
+                dtypes.add(tensor.dtype)
+        buffer_count = buffer_bytes = 0
+        for tensor in buffers:
+            count = tensor.numel()
+            buffer_count += count
+            buffer_bytes += count * tensor.element_size()
     storage = {
         "parameters": _count(parameters, "parameters"),
         "trainable_parameters": _count(trainable, "parameters that require grad"),
@@ -341,20 +335,6 @@ def _totals_storage(
         ),
     }
     return storage, shared_params + shared_buffers, shared_names, dtypes
-
-
-def _own_counts(module: Any) -> tuple[int, int, int]:
-    parameters = trainable = buffers = 0
-    for tensor in module._parameters.values():
-        if tensor is not None:
-            count = tensor.numel()
-            parameters += count
-            if tensor.requires_grad:
-                trainable += count
-    for tensor in module._buffers.values():
-        if tensor is not None:
-            buffers += tensor.numel()
-    return int(parameters), int(trainable), int(buffers)
 
 
 # Module classes whose ``forward`` cannot be wrapped per instance: scripted modules (their
@@ -487,25 +467,29 @@ def _not_requested(kind: str) -> MetricResult:
     return _metrics.unavailable(_UNITS[kind], _MODULE_SCOPE, _MODULE_METHOD, NOT_REQUESTED)
 
 
+_KIND_BY_TYPE: dict[type, tuple[bool, bool, Any, bool, Any]] = {}
+
+
 def _module_kind(module: Any) -> tuple[bool, bool, Any, bool, Any]:
     """What the report's assembly needs of a module's type (see ``_core.assemble``).
 
     Whether it has a formula, whether it is a transposed convolution, its field step, whether
     that step is ``passthrough_batched`` (which the receptive-field replay works out itself),
-    and its estimate.
+    and its estimate. All of it depends on the type alone.
     """
+    kind = _KIND_BY_TYPE.get(type(module))
+    if kind is not None:
+        return kind
     from .formulas._common import passthrough_batched
 
     rule = _formulas()._rule(module)
+    transposed = isinstance(module, _conv_transpose_type())
     if rule is None:
-        return False, isinstance(module, _conv_transpose_type()), None, False, None
-    return (
-        True,
-        isinstance(module, _conv_transpose_type()),
-        rule.field,
-        rule.field is passthrough_batched,
-        rule.estimate,
-    )
+        kind = (False, transposed, None, False, None)
+    else:
+        kind = (True, transposed, rule.field, rule.field is passthrough_batched, rule.estimate)
+    _KIND_BY_TYPE[type(module)] = kind
+    return kind
 
 
 @functools.cache
@@ -586,6 +570,8 @@ def _analyse(
                 module.training = flag
     # The forward is over: everything below works on what the hooks and the counter kept.
     core = recorder.core
+    # Each module's own counts (for its first call) and the storage totals, in one walk.
+    own_counts, walked = _core.walk_storage(named_modules)
     if counter is not None:
         operators = counter.finish(core.count)
     else:
@@ -596,6 +582,7 @@ def _analyse(
         recorder.log,
         [(id(tensor), tensor.dim()) for tensor in iter_tensors(positional)],
         operators,
+        own_counts,
         (_module_kind, iter_tensors),
         {"describe": describe, "dtype_names": _DTYPE_NAMES, "device_names": _DEVICE_NAMES},
         _TEXTS,
@@ -608,6 +595,7 @@ def _analyse(
     return _build_report(
         model,
         named_modules,
+        walked,
         layers,
         module_totals,
         positional,
@@ -625,6 +613,7 @@ def _analyse(
 def _build_report(
     model: Any,
     named_modules: list[tuple[str, Any]],
+    walked: Any,
     layers: list[Layer],
     module_totals: dict[str, MetricResult] | None,
     positional: tuple[Any, ...],
@@ -637,7 +626,7 @@ def _build_report(
     operator_flops: OperatorFlops,
     operator_diagnostics: list[Diagnostic],
 ) -> AnalysisReport:
-    storage, shared_tensors, shared_names, parameter_dtypes = _totals_storage(named_modules)
+    storage, shared_tensors, shared_names, parameter_dtypes = _totals_storage(named_modules, walked)
     dtypes = _model_dtypes(parameter_dtypes, inputs)
     diagnostics: list[Diagnostic] = []
     if shared_names:

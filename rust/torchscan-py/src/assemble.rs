@@ -195,7 +195,8 @@ impl<'py> Describe<'py> {
 /// modules without a formula. `full` asks for the estimates and receptive fields, from the
 /// forward's `log` (calls as their positions, operators as the crawl counter logs them), the
 /// model inputs' `(id, ndim)` and what the operator pass found per call (`operators`).
-/// `helpers` is `(kind_of, iter_tensors)` as [`FieldTracker`] takes them, `describe` is
+/// `own_counts` are each recorded module's own `(parameters, trainable, buffers)`, counted at
+/// its first call. `helpers` is `(kind_of, iter_tensors)` as [`FieldTracker`] takes them, `describe` is
 /// `(describe, dtype_names, device_names)` and `texts` the scopes and methods of the report.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
@@ -207,6 +208,7 @@ fn assemble<'py>(
     log: Option<Bound<'py, PyList>>,
     seeds: Vec<(usize, usize)>,
     operators: Operators,
+    own_counts: Vec<(u64, u64, u64)>,
     helpers: (Py<PyAny>, Py<PyAny>),
     describe: Describe<'py>,
     texts: Texts,
@@ -339,7 +341,9 @@ fn assemble<'py>(
             (0, 0, 0)
         } else {
             counted[node.module] = true;
-            own_counts(py, module.module.bind(py))?
+            own_counts.get(node.module).copied().ok_or_else(|| {
+                PyValueError::new_err("the storage walk gives fewer modules than the recorder")
+            })?
         };
         let layer = LAYER.dict(py)?;
         layer.set_item(intern!(py, "path"), module.path.bind(py))?;
@@ -425,38 +429,6 @@ fn post_order(nodes: &[Node]) -> Vec<usize> {
         }
     }
     ordered
-}
-
-/// `(parameters, trainable parameters, buffers)` of a module itself, without its children.
-fn own_counts(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<(u64, u64, u64)> {
-    let (mut parameters, mut trainable, mut buffers) = (0_u64, 0_u64, 0_u64);
-    let numel = intern!(py, "numel");
-    for tensor in module
-        .getattr(intern!(py, "_parameters"))?
-        .call_method0(intern!(py, "values"))?
-        .try_iter()?
-    {
-        let tensor = tensor?;
-        if tensor.is_none() {
-            continue;
-        }
-        let elements: u64 = tensor.call_method0(numel)?.extract()?;
-        parameters += elements;
-        if tensor.getattr(intern!(py, "requires_grad"))?.is_truthy()? {
-            trainable += elements;
-        }
-    }
-    for tensor in module
-        .getattr(intern!(py, "_buffers"))?
-        .call_method0(intern!(py, "values"))?
-        .try_iter()?
-    {
-        let tensor = tensor?;
-        if !tensor.is_none() {
-            buffers += tensor.call_method0(numel)?.extract::<u64>()?;
-        }
-    }
-    Ok((parameters, trainable, buffers))
 }
 
 /// Sets the estimates of the call at `position`, whose children have theirs: the module's

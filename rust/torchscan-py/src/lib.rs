@@ -7,6 +7,7 @@ mod dispatch;
 mod errors;
 mod fields;
 mod functions;
+mod storage;
 mod template;
 
 use pyo3::prelude::*;
@@ -29,5 +30,6 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     calls::register(module)?;
     dispatch::register(module)?;
     fields::register(module)?;
+    storage::register(module)?;
     Ok(())
 }
