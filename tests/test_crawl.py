@@ -1110,3 +1110,41 @@ def test_compiled_shape_elements_count_as_the_python_reference() -> None:
     huge = [size([2**64, 2**64, 2])]
     assert _core.shape_elements(huge, size) is None
     assert crawl_internals._shape_elements(huge) == 2**129
+
+
+def test_a_failing_shape_formula_leaves_its_operator_uncounted_and_says_why() -> None:
+    # Shape formulas are applied once the forward is over; one that raises counts its operator
+    # as uncounted, names the error, and every module path that ran it becomes partial.
+    from torch.utils import flop_counter
+
+    def broken(*args: object, **kwargs: object) -> int:
+        raise ZeroDivisionError("nope")
+
+    registry = flop_counter.flop_registry
+    saved = registry[torch.ops.aten.addmm]
+    registry[torch.ops.aten.addmm] = flop_counter.shape_wrapper(broken)
+    try:
+        model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2)).eval()
+        report = crawl_module(model, args=(torch.randn(3, 4),))
+    finally:
+        registry[torch.ops.aten.addmm] = saved
+    section = report["operator_flops"]
+    assert section["uncounted"] == [{"operator": "aten::addmm", "calls": 2}]
+    assert section["total"]["status"] == "partial" and section["total"]["known_value"] == 0.0
+    messages = [d["message"] for d in report["diagnostics"]]
+    assert any("failed on 2 calls (ZeroDivisionError: nope" in message for message in messages)
+    by_module = {entry["path"]: entry["flops"] for entry in section["by_module"]}
+    assert by_module["0"]["status"] == by_module["2"]["status"] == "partial"
+    assert by_module["1"]["status"] == "complete"  # the ReLU ran no addmm
+    assert by_module[""]["reason"] == "uncounted operators ran inside this module: aten::addmm"
+    # The module estimates come from the Linear formula, whatever the operator pass found.
+    assert {layer["path"]: layer["flops"]["status"] for layer in report["layers"]} == {
+        "": "complete",
+        "0": "complete",
+        "1": "complete",
+        "2": "complete",
+    }
+    assert report["totals"]["operator_flops"] == section["total"]
+    # Afterwards the built-in formula counts again.
+    again = crawl_module(model, args=(torch.randn(3, 4),))
+    assert again["operator_flops"]["total"]["value"] == 2 * 3 * 4 * 4 + 2 * 3 * 4 * 2

@@ -70,12 +70,12 @@ def assemble(
     full: bool,
     log: list[Any] | None,
     seeds: list[tuple[int, int]],
-    operators: dict[str, list[Any]],
+    operators: dict[str, Any],
     own_counts: list[tuple[int, int, int]],
     helpers: tuple[Any, Any],
     describe: dict[str, Any],
     texts: dict[str, str],
-) -> tuple[list[Any], dict[str, Any] | None, list[Any], list[Any]]: ...
+) -> tuple[list[Any], dict[str, Any] | None, list[Any], list[Any], list[Any]]: ...
 def compare_benchmarks_json(
     baseline: str,
     candidate: str,

@@ -493,6 +493,22 @@ def _module_kind(module: Any) -> tuple[bool, bool, Any, bool, Any]:
 
 
 @functools.cache
+def _operator_pass() -> dict[str, Any]:
+    """How ``_core.assemble`` reads the forward's operator records (see ``_OP_*``)."""
+    import torch
+
+    from .opflops.mode import COUNTED, DEFERRED, UNCOUNTED
+
+    return {
+        "counted": COUNTED,
+        "deferred": DEFERRED,
+        "uncounted": UNCOUNTED,
+        "size_type": torch.Size,
+        "shape_elements": _shape_elements,
+    }
+
+
+@functools.cache
 def _conv_transpose_type() -> type:
     from torch.nn.modules.conv import _ConvTransposeNd
 
@@ -572,22 +588,19 @@ def _analyse(
     core = recorder.core
     # Each module's own counts (for its first call) and the storage totals, in one walk.
     own_counts, walked = _core.walk_storage(named_modules)
-    if counter is not None:
-        operators = counter.finish(core.count)
-    else:
-        operators = {"own_flops": [], "own_dmas": [], "own_uncounted": [], "first_op": []}
-    layers, module_totals, by_module, module_diagnostics = _core.assemble(
+    layers, module_totals, by_module, module_diagnostics, tallies = _core.assemble(
         core,
         full,
         recorder.log,
         [(id(tensor), tensor.dim()) for tensor in iter_tensors(positional)],
-        operators,
+        _operator_pass(),
         own_counts,
         (_module_kind, iter_tensors),
         {"describe": describe, "dtype_names": _DTYPE_NAMES, "device_names": _DEVICE_NAMES},
         _TEXTS,
     )
     if counter is not None:
+        counter.apply(tallies)
         operator_flops = counter.report(by_module)
         operator_diagnostics = counter.diagnostics()
     else:
@@ -925,10 +938,11 @@ def _crawl_counter_class() -> type:
     class CrawlCounter(OperatorFlopCounter):
         """The operator FLOPs counter of the analysed forward.
 
-        Every executed operator is logged with the module call that ran it (see ``_OP_*``);
-        ``finish`` then gives each call the FLOPs and DMAs of the operators it ran itself
-        (``by_module`` is summed over the call tree) and the receptive fields are replayed
-        from the same log.
+        Every executed operator is logged with the module call that ran it (see ``_OP_*``).
+        Once the forward is over, ``_core.assemble`` applies the deferred formulas, gives each
+        call the FLOPs and DMAs of the operators it ran itself (``by_module`` is summed over
+        the call tree) and replays the receptive fields from the same log; ``apply`` counts
+        what the deferred formulas came to.
         """
 
         def __init__(self, recorder: _Recorder) -> None:
@@ -969,58 +983,18 @@ def _crawl_counter_class() -> type:
                 ]
             )
 
-        def finish(self, calls: int) -> dict[str, list[Any]]:
-            """Apply the deferred formulas; what the operators of each call position came to.
+        def apply(self, tallies: list[tuple[Entry, int, int, int, list[str]]]) -> None:
+            """Count what the deferred formulas came to once the forward was over.
 
-            For each of the ``calls`` positions: the FLOPs and DMAs of the operators the call
-            ran itself (not inside a child module), the names of those it ran without a
-            formula (``None`` for none), and the sequence number of its first operator (-1).
+            ``_core.assemble`` applies them: ``(entry, counted calls, FLOPs, uncounted calls,
+            failures)`` per entry, a failing formula counted as the mode counts one.
             """
-            shape_elements, size_type = _core.shape_elements, torch.Size
-            own_flops, own_dmas = [0] * calls, [0] * calls
-            own_uncounted: list[set[str] | None] = [None] * calls
-            first_op = [-1] * calls
-            sequence = 0
-            for record in self._log:
-                if type(record) is not list:
-                    continue
-                entry, call, outcome, flops, args, kwargs = record[:6]
-                out = record[_OP_SHAPED_OUT]
-                if call is not None and first_op[call] < 0:
-                    first_op[call] = sequence
-                sequence += 1
-                if outcome == DEFERRED:
-                    stats = self._stats_for(entry.name)
-                    try:
-                        flops = entry.on_shapes(args, kwargs or {}, out)
-                    except Exception as error:  # counted as the mode counts a failing formula
-                        stats.uncounted_calls += 1
-                        if len(stats.failures) < 3:
-                            stats.failures.append(f"{type(error).__name__}: {error}")
-                        outcome = UNCOUNTED
-                    else:
-                        flops = int(flops)
-                        stats.counted_calls += 1
-                        stats.flops += flops
-                        outcome = COUNTED
-                if call is None:
-                    continue
-                if outcome == COUNTED:
-                    own_flops[call] += flops
-                    moved = (args, (out,), kwargs or ())
-                    dmas = shape_elements(moved, size_type)
-                    own_dmas[call] += _shape_elements(moved) if dmas is None else dmas
-                elif outcome == UNCOUNTED:
-                    names = own_uncounted[call]
-                    if names is None:
-                        names = own_uncounted[call] = set()
-                    names.add(entry.name)
-            return {
-                "own_flops": own_flops,
-                "own_dmas": own_dmas,
-                "own_uncounted": own_uncounted,
-                "first_op": first_op,
-            }
+            for entry, counted, flops, uncounted, failures in tallies:
+                stats = self._stats_for(entry.name)
+                stats.counted_calls += counted
+                stats.flops += flops
+                stats.uncounted_calls += uncounted
+                stats.failures.extend(failures[: max(0, 3 - len(stats.failures))])
 
         def report(self, by_module: list[ModuleOperatorFlops]) -> OperatorFlops:
             """The ``operator_flops`` section, with the FLOPs of every module path."""

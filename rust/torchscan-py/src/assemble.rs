@@ -12,9 +12,9 @@ use std::collections::{BTreeSet, HashSet};
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
-use crate::calls::{CallRecorder, TensorSpec};
+use crate::calls::{CallRecorder, TensorSpec, shape_elements};
 use crate::fields::{FieldTracker, unavailable};
 use crate::template::Template;
 
@@ -136,7 +136,7 @@ struct Node {
     level: usize,
     /// Operators the call ran itself (not inside a child module), from the operator pass.
     own_flops: u128,
-    own_dmas: f64,
+    own_dmas: u128,
     own_uncounted: Option<BTreeSet<String>>,
     first_op: i64,
     /// Set once the forward's calls are walked children first.
@@ -154,14 +154,26 @@ struct Module {
     depth: usize,
 }
 
-/// What the operator pass found per call position (all empty in structure mode).
+/// How the forward's operator records are read: the outcome codes of
+/// `torchscan.opflops.mode`, `torch.Size`, and the Python count of the elements of shapes for
+/// what the compiled count cannot take.
 #[derive(FromPyObject)]
 #[pyo3(from_item_all)]
-struct Operators {
-    own_flops: Vec<u128>,
-    own_dmas: Vec<f64>,
-    own_uncounted: Vec<Option<BTreeSet<String>>>,
-    first_op: Vec<i64>,
+struct OperatorPass<'py> {
+    counted: i64,
+    deferred: i64,
+    uncounted: i64,
+    size_type: Bound<'py, PyAny>,
+    shape_elements: Bound<'py, PyAny>,
+}
+
+/// What the deferred formulas of one operator entry came to.
+struct Tally<'py> {
+    entry: Bound<'py, PyAny>,
+    counted: u64,
+    flops: u128,
+    uncounted: u64,
+    failures: Vec<String>,
 }
 
 /// How values are described: `describe(value)` for anything, with the dtype and device names
@@ -207,7 +219,7 @@ fn assemble<'py>(
     full: bool,
     log: Option<Bound<'py, PyList>>,
     seeds: Vec<(usize, usize)>,
-    operators: Operators,
+    operators: OperatorPass<'py>,
     own_counts: Vec<(u64, u64, u64)>,
     helpers: (Py<PyAny>, Py<PyAny>),
     describe: Describe<'py>,
@@ -215,6 +227,7 @@ fn assemble<'py>(
 ) -> PyResult<(
     Bound<'py, PyList>,
     Option<Bound<'py, PyDict>>,
+    Bound<'py, PyList>,
     Bound<'py, PyList>,
     Bound<'py, PyList>,
 )> {
@@ -247,7 +260,7 @@ fn assemble<'py>(
                 children: Vec::new(),
                 level: 0,
                 own_flops: 0,
-                own_dmas: 0.0,
+                own_dmas: 0,
                 own_uncounted: None,
                 first_op: -1,
                 estimates: None,
@@ -277,22 +290,18 @@ fn assemble<'py>(
     let mut diagnostics: Vec<Bound<'py, PyDict>> = Vec::new();
     let mut fields: Vec<Option<Bound<'py, PyDict>>> = (0..count).map(|_| None).collect();
     let mut tracker = FieldTracker::new(helpers.0, helpers.1);
+    let tallies = PyList::empty(py);
     if full {
-        if operators.own_flops.len() != count
-            || operators.own_dmas.len() != count
-            || operators.own_uncounted.len() != count
-            || operators.first_op.len() != count
-        {
-            return Err(PyValueError::new_err(format!(
-                "the operator pass gives {} calls, the recorder {count}",
-                operators.own_flops.len()
-            )));
-        }
-        for (position, node) in nodes.iter_mut().enumerate() {
-            node.own_flops = operators.own_flops[position];
-            node.own_dmas = operators.own_dmas[position];
-            node.own_uncounted = operators.own_uncounted[position].clone();
-            node.first_op = operators.first_op[position];
+        if let Some(log) = &log {
+            for tally in operator_pass(py, log, &mut nodes, &operators)? {
+                tallies.append((
+                    tally.entry,
+                    tally.counted,
+                    tally.flops,
+                    tally.uncounted,
+                    tally.failures,
+                ))?;
+            }
         }
         let mut reported: HashSet<usize> = HashSet::new();
         for &position in &ordered {
@@ -409,7 +418,131 @@ fn assemble<'py>(
     } else {
         None
     };
-    Ok((layers, totals, by_module, PyList::new(py, diagnostics)?))
+    Ok((
+        layers,
+        totals,
+        by_module,
+        PyList::new(py, diagnostics)?,
+        tallies,
+    ))
+}
+
+/// Gives each call the FLOPs, DMAs and uncounted operator names of the operators it ran itself
+/// (not inside a child module) and the sequence number of its first operator, applying the
+/// deferred formulas; returns what those came to per entry, in the order entries were met.
+fn operator_pass<'py>(
+    py: Python<'py>,
+    log: &Bound<'py, PyList>,
+    nodes: &mut [Node],
+    pass: &OperatorPass<'py>,
+) -> PyResult<Vec<Tally<'py>>> {
+    let mut tallies: Vec<Tally<'py>> = Vec::new();
+    let mut sequence: i64 = 0;
+    for event in log.iter() {
+        let Ok(record) = event.cast::<PyList>() else {
+            continue;
+        };
+        let items: Vec<Bound<'py, PyAny>> = record.iter().collect();
+        if items.len() < 8 {
+            return Err(PyValueError::new_err(
+                "an operator record of the log is too short",
+            ));
+        }
+        let entry = &items[0];
+        let call: Option<usize> = items[1].extract()?;
+        if let Some(position) = call {
+            let Some(node) = nodes.get_mut(position) else {
+                return Err(PyValueError::new_err(format!(
+                    "an operator names call {position} of {}",
+                    nodes.len()
+                )));
+            };
+            if node.first_op < 0 {
+                node.first_op = sequence;
+            }
+        }
+        sequence += 1;
+        let mut outcome: i64 = items[2].extract()?;
+        let (args, kwargs, out) = (&items[4], &items[5], &items[7]);
+        let mut flops: u128 = 0;
+        if outcome == pass.deferred {
+            let index = match tallies.iter().position(|tally| tally.entry.is(entry)) {
+                Some(index) => index,
+                None => {
+                    tallies.push(Tally {
+                        entry: entry.clone(),
+                        counted: 0,
+                        flops: 0,
+                        uncounted: 0,
+                        failures: Vec::new(),
+                    });
+                    tallies.len() - 1
+                }
+            };
+            let tally = &mut tallies[index];
+            let keywords = if kwargs.is_truthy()? {
+                kwargs.clone()
+            } else {
+                PyDict::new(py).into_any()
+            };
+            let formula = entry.getattr(intern!(py, "on_shapes"))?;
+            // A failing formula is counted as the mode counts one.
+            match formula
+                .call1((args, keywords, out))
+                .and_then(|value| py.get_type::<PyInt>().call1((value,)))
+                .and_then(|value| value.extract::<u128>())
+            {
+                Ok(value) => {
+                    flops = value;
+                    tally.counted += 1;
+                    tally.flops = tally.flops.saturating_add(value);
+                    outcome = pass.counted;
+                }
+                Err(error) => {
+                    tally.uncounted += 1;
+                    if tally.failures.len() < 3 {
+                        let value = error.value(py);
+                        tally.failures.push(format!(
+                            "{}: {}",
+                            value.get_type().name()?,
+                            value.str()?
+                        ));
+                    }
+                    outcome = pass.uncounted;
+                }
+            }
+        } else if outcome == pass.counted {
+            flops = items[3].extract()?;
+        }
+        let Some(position) = call else {
+            continue;
+        };
+        let node = &mut nodes[position];
+        if outcome == pass.counted {
+            node.own_flops = node.own_flops.saturating_add(flops);
+            let empty = PyTuple::empty(py);
+            let keywords = if kwargs.is_truthy()? {
+                kwargs.clone()
+            } else {
+                empty.clone().into_any()
+            };
+            let moved = PyTuple::new(
+                py,
+                [args.clone(), PyTuple::new(py, [out])?.into_any(), keywords],
+            )?;
+            let dmas = match shape_elements(moved.as_any(), &pass.size_type) {
+                Some(dmas) => dmas,
+                None => pass.shape_elements.call1((moved,))?.extract()?,
+            };
+            node.own_dmas = node.own_dmas.saturating_add(dmas);
+        } else if outcome == pass.uncounted {
+            let name: String = entry.getattr(intern!(py, "name"))?.extract()?;
+            node.own_uncounted
+                .get_or_insert_with(BTreeSet::new)
+                .insert(name);
+        }
+    }
+    Ok(tallies)
 }
 
 /// Every call, children before their parent, siblings in call order.
@@ -504,7 +637,7 @@ fn estimate<'py>(
         ));
     }
     let own_flops = node.own_flops as f64;
-    let own = [own_flops, own_flops / 2.0, node.own_dmas];
+    let own = [own_flops, own_flops / 2.0, node.own_dmas as f64];
     let method = if node.children.is_empty() {
         intern!(py, FROM_OPERATORS)
     } else {

@@ -474,7 +474,10 @@ impl ModuleForward {
 /// moves, from the shapes logged for it. `None` when a total or a product does not fit in 128
 /// bits, or a size is not a non-negative integer; the caller then counts in Python.
 #[pyfunction]
-fn shape_elements(values: &Bound<'_, PyAny>, size_type: &Bound<'_, PyAny>) -> Option<u128> {
+pub(crate) fn shape_elements(
+    values: &Bound<'_, PyAny>,
+    size_type: &Bound<'_, PyAny>,
+) -> Option<u128> {
     let mut total: u128 = 0;
     add_shape_elements(values, size_type, &mut total, 0).then_some(total)
 }
