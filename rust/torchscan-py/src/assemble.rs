@@ -201,15 +201,20 @@ impl<'py> Describe<'py> {
 
 /// Assembles the per-call parts of an analysis report from a recorder whose forward is over.
 ///
-/// Returns `(layers, module_totals, by_module, diagnostics)`: the report's layers in the order
-/// the calls opened; the model's `module_flops`, `macs` and `dmas` (`None` in structure mode);
-/// the operator FLOPs of every module path (empty in structure mode); and the diagnostics of
-/// modules without a formula. `full` asks for the estimates and receptive fields, from the
-/// forward's `log` (calls as their positions, operators as the crawl counter logs them), the
-/// model inputs' `(id, ndim)` and what the operator pass found per call (`operators`).
-/// `own_counts` are each recorded module's own `(parameters, trainable, buffers)`, counted at
-/// its first call. `helpers` is `(kind_of, iter_tensors)` as [`FieldTracker`] takes them, `describe` is
-/// `(describe, dtype_names, device_names)` and `texts` the scopes and methods of the report.
+/// Returns `(layers, module_totals, by_module, diagnostics, tallies)`: the report's layers in
+/// the order the calls opened; the model's `module_flops`, `macs` and `dmas` (`None` in
+/// structure mode); the operator FLOPs of every module path and the diagnostics of modules
+/// without a formula (both empty in structure mode); and, per operator entry with deferred
+/// formulas, `(entry, counted calls, FLOPs, uncounted calls, failures)` for the counter's
+/// statistics.
+///
+/// `full` asks for the estimates, receptive fields and operator figures, from the forward's
+/// `log` (calls as their positions, operators as the crawl counter logs them, read as
+/// `operators` says) and the model inputs' `(id, ndim)` (`seeds`). `own_counts` are each
+/// recorded module's own `(parameters, trainable, buffers)`, given at its first call.
+/// `helpers` is `(kind_of, iter_tensors)` as [`FieldTracker`] takes them, `describe` the
+/// describing function with its dtype and device names, and `texts` the scopes and methods of
+/// the report.
 #[pyfunction]
 #[allow(clippy::too_many_arguments)]
 #[allow(clippy::type_complexity)]
