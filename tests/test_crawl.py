@@ -1148,3 +1148,42 @@ def test_a_failing_shape_formula_leaves_its_operator_uncounted_and_says_why() ->
     # Afterwards the built-in formula counts again.
     again = crawl_module(model, args=(torch.randn(3, 4),))
     assert again["operator_flops"]["total"]["value"] == 2 * 3 * 4 * 4 + 2 * 3 * 4 * 2
+
+
+def test_a_call_left_open_is_assembled_as_unfinished() -> None:
+    # A call whose forward never reported back (a hook that misbehaved) has no inputs or output:
+    # its estimates are partial and say so, its parent's too, and it gets no receptive field.
+    from torchscan import _core
+    from torchscan import crawl as crawl_internals
+    from torchscan._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, iter_tensors
+
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    named = crawl_internals._all_named_modules(model)
+    recorder = crawl_internals._Recorder(named, [])
+    x = torch.randn(1, 2)
+    recorder.core.enter(0)  # the Sequential
+    recorder.core.enter(1)  # its Linear, never closed
+    _core.CallRecorder.leave(recorder.core, model, (x,), model(x))
+    own_counts, _ = _core.walk_storage(named)
+    layers, totals, by_module, diagnostics, tallies = _core.assemble(
+        recorder.core,
+        True,
+        recorder.log,
+        [(id(x), x.dim())],
+        crawl_internals._operator_pass(),
+        own_counts,
+        (crawl_internals._module_kind, iter_tensors),
+        {"describe": describe, "dtype_names": _DTYPE_NAMES, "device_names": _DEVICE_NAMES},
+        crawl_internals._TEXTS,
+    )
+    root, linear = layers
+    assert (root["path"], linear["path"]) == ("", "0")
+    assert linear["inputs"] == [] and linear["output"] is None
+    assert linear["flops"]["status"] == "partial"
+    assert linear["flops"]["reason"] == "Linear did not finish its forward"
+    assert linear["receptive_field"]["reason"] == "not computed for this call"
+    assert root["flops"]["reason"] == "a child module's estimate is incomplete"
+    assert root["inputs"][0]["shape"] == [1, 2] and root["output"]["shape"] == [1, 2]
+    assert linear["parameters"] == 6 and root["parameters"] == 0
+    assert totals is not None and totals["module_flops"]["status"] == "partial"
+    assert (by_module, diagnostics, tallies) == ([], [], [])
