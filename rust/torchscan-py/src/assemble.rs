@@ -73,6 +73,7 @@ struct Metric {
 }
 
 impl Metric {
+    /// The report's `MetricResult` of this estimate, in `unit` and `scope`.
     fn to_dict<'py>(
         &self,
         py: Python<'py>,
@@ -187,6 +188,7 @@ struct Describe<'py> {
 }
 
 impl<'py> Describe<'py> {
+    /// The report's metadata of a frozen value: a tensor spec's here, anything else's in Python.
     fn of(&self, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         if let Ok(spec) = value.cast::<TensorSpec>()
             && let Some(meta) =

@@ -88,6 +88,8 @@ pub struct FieldTracker {
 
 #[pymethods]
 impl FieldTracker {
+    /// A tracker that knows no field yet, asking `kind_of` about module types and listing the
+    /// tensor specs of frozen values with `iter_tensors`.
     #[new]
     pub(crate) fn new(kind_of: Py<PyAny>, iter_tensors: Py<PyAny>) -> Self {
         Self {
