@@ -30,6 +30,7 @@ __all__ = [
     "quartiles",
     "render_report_json",
     "shape_elements",
+    "storage_totals",
     "validate_report_json",
     "walk_storage",
 ]
@@ -62,6 +63,9 @@ def block_timing(
 ) -> tuple[float, float, int, float]: ...
 def cli_main(argv: list[str]) -> int: ...
 def shape_elements(values: Any, size_type: Any) -> int | None: ...
+def storage_totals(
+    parameters: list[Any], buffers: list[Any]
+) -> tuple[int, int, int, int, int, list[Any]]: ...
 def walk_storage(
     named_modules: list[tuple[str, Any]],
 ) -> tuple[list[tuple[int, int, int]], tuple[int, int, int, int, int, list[Any]] | None]: ...
@@ -75,7 +79,7 @@ def assemble(
     helpers: tuple[Any, Any],
     describe: dict[str, Any],
     texts: dict[str, str],
-) -> tuple[list[Any], dict[str, Any] | None, list[Any], list[Any], list[Any]]: ...
+) -> tuple[list[Any], dict[str, Any], list[Any], list[Any], list[Any]]: ...
 def compare_benchmarks_json(
     baseline: str,
     candidate: str,

@@ -42,7 +42,6 @@ _MODULE_METHOD = (
     "per-module formulas of leaf modules; modules with children add their children and the "
     "operators they run themselves"
 )
-_UNITS = {"flops": "FLOPs", "macs": "MACs", "dmas": "DMAs"}
 # The scopes and methods ``_core.assemble`` gives module estimates and module paths' FLOPs.
 _TEXTS = {
     "module_scope": _MODULE_SCOPE,
@@ -288,10 +287,7 @@ def _totals_storage(
     """
     shared_params = shared_buffers = 0
     shared_names: list[str] = []
-    if walked is not None:
-        parameters, trainable, parameter_bytes, buffer_count, buffer_bytes, found = walked
-        dtypes: set[Any] = set(found)
-    else:
+    if walked is None:
         # Something is shared: names are needed to count it and to say which.
         named_parameters, named_buffers = _named_tensors(named_modules)
         params, shared_params = _unique_tensors(named_parameters)
@@ -304,21 +300,9 @@ def _totals_storage(
             shared_names = [
                 " = ".join(dict.fromkeys(names)) for names in by_id.values() if len(set(names)) > 1
             ]
-        parameters = trainable = parameter_bytes = 0
-        dtypes = set()
-        for tensor in params:
-            count = tensor.numel()
-            parameters += count
-            parameter_bytes += count * tensor.element_size()
-            if tensor.requires_grad:
-                trainable += count
-            if tensor.is_floating_point():
-                dtypes.add(tensor.dtype)
-        buffer_count = buffer_bytes = 0
-        for tensor in buffers:
-            count = tensor.numel()
-            buffer_count += count
-            buffer_bytes += count * tensor.element_size()
+        walked = _core.storage_totals(params, buffers)
+    parameters, trainable, parameter_bytes, buffer_count, buffer_bytes, found = walked
+    dtypes: set[Any] = set(found)
     storage = {
         "parameters": _count(parameters, "parameters"),
         "trainable_parameters": _count(trainable, "parameters that require grad"),
@@ -463,10 +447,6 @@ class _Recorder:
             _core.CallRecorder.leave(self.core, module, inputs, output)
 
 
-def _not_requested(kind: str) -> MetricResult:
-    return _metrics.unavailable(_UNITS[kind], _MODULE_SCOPE, _MODULE_METHOD, NOT_REQUESTED)
-
-
 _KIND_BY_TYPE: dict[type, tuple[bool, bool, Any, bool, Any]] = {}
 
 
@@ -607,6 +587,7 @@ def _analyse(
         operator_flops, operator_diagnostics = _structure_operator_flops(), []
     return _build_report(
         model,
+        full,
         named_modules,
         walked,
         layers,
@@ -625,10 +606,11 @@ def _analyse(
 
 def _build_report(
     model: Any,
+    full: bool,
     named_modules: list[tuple[str, Any]],
     walked: Any,
     layers: list[Layer],
-    module_totals: dict[str, MetricResult] | None,
+    module_totals: dict[str, MetricResult],
     positional: tuple[Any, ...],
     keywords: dict[str, Any],
     device: Any,
@@ -656,13 +638,6 @@ def _build_report(
         )
     diagnostics.extend(module_diagnostics)
     diagnostics.extend(operator_diagnostics)
-    full = module_totals is not None
-    if module_totals is None:
-        module_totals = {
-            "module_flops": _not_requested("flops"),
-            "macs": _not_requested("macs"),
-            "dmas": _not_requested("dmas"),
-        }
     totals: AnalysisTotals = {
         "parameters": storage["parameters"],
         "trainable_parameters": storage["trainable_parameters"],

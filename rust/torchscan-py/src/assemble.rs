@@ -204,8 +204,8 @@ impl<'py> Describe<'py> {
 /// Assembles the per-call parts of an analysis report from a recorder whose forward is over.
 ///
 /// Returns `(layers, module_totals, by_module, diagnostics, tallies)`: the report's layers in
-/// the order the calls opened; the model's `module_flops`, `macs` and `dmas` (`None` in
-/// structure mode); the operator FLOPs of every module path and the diagnostics of modules
+/// the order the calls opened; the model's `module_flops`, `macs` and `dmas` (not requested
+/// in structure mode); the operator FLOPs of every module path and the diagnostics of modules
 /// without a formula (both empty in structure mode); and, per operator entry with deferred
 /// formulas, `(entry, counted calls, FLOPs, uncounted calls, failures)` for the counter's
 /// statistics.
@@ -233,7 +233,7 @@ fn assemble<'py>(
     texts: Texts,
 ) -> PyResult<(
     Bound<'py, PyList>,
-    Option<Bound<'py, PyDict>>,
+    Bound<'py, PyDict>,
     Bound<'py, PyList>,
     Bound<'py, PyList>,
     Bound<'py, PyList>,
@@ -399,7 +399,7 @@ fn assemble<'py>(
         layers.append(layer)?;
     }
     let by_module = PyList::empty(py);
-    let totals = if full {
+    if full {
         for (entry_path, flops, names) in path_flops(&mut nodes, &modules, &ordered) {
             let entry = PyDict::new(py);
             entry.set_item(intern!(py, "path"), entry_path)?;
@@ -421,10 +421,8 @@ fn assemble<'py>(
             )?;
             by_module.append(entry)?;
         }
-        Some(module_totals(py, &nodes, &modules, &texts)?)
-    } else {
-        None
-    };
+    }
+    let totals = module_totals(py, &nodes, &modules, &texts, full)?;
     Ok((
         layers,
         totals,
@@ -773,12 +771,14 @@ fn path_flops<'py>(
         .collect()
 }
 
-/// The model's `module_flops`, `macs` and `dmas`: the sums over the calls of the root module.
+/// The model's `module_flops`, `macs` and `dmas`: the sums over the calls of the root module
+/// (not requested in structure mode).
 fn module_totals<'py>(
     py: Python<'py>,
     nodes: &[Node],
     modules: &[Module],
     texts: &Texts,
+    full: bool,
 ) -> PyResult<Bound<'py, PyDict>> {
     let (scope, method) = (texts.module_scope.bind(py), texts.module_method.bind(py));
     let roots: Vec<&Node> = nodes
@@ -792,7 +792,7 @@ fn module_totals<'py>(
         } else {
             name
         };
-        if roots.is_empty() {
+        if !full || roots.is_empty() {
             totals.set_item(total_name, not_requested(py, unit, scope, method)?)?;
             continue;
         }

@@ -1,5 +1,4 @@
-//! One walk over a model's parameters and buffers: each module's own counts and, when no tensor
-//! is shared, the model's storage totals.
+//! A model's parameters and buffers, read once: each module's own counts and the storage totals.
 
 use std::collections::HashSet;
 
@@ -7,17 +6,84 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-/// The model's totals when no tensor is listed twice and no two tensors view one storage:
-/// `(parameters, trainable parameters, parameter bytes, buffer elements, buffer bytes,
-/// floating-point parameter dtypes)`.
+/// The storage totals of distinct tensors: `(parameters, trainable parameters, parameter
+/// bytes, buffer elements, buffer bytes, floating-point parameter dtypes)`.
 type Totals<'py> = (u64, u64, u64, u64, u64, Vec<Bound<'py, PyAny>>);
+
+/// Storage totals being added up, one distinct tensor at a time.
+#[derive(Default)]
+struct Sums<'py> {
+    parameters: u64,
+    trainable: u64,
+    parameter_bytes: u64,
+    buffers: u64,
+    buffer_bytes: u64,
+    dtypes: Vec<Bound<'py, PyAny>>,
+}
+
+impl<'py> Sums<'py> {
+    /// Adds a parameter (`trainable` when it requires grad) or a buffer of `elements` elements.
+    fn add(
+        &mut self,
+        tensor: &Bound<'py, PyAny>,
+        elements: u64,
+        parameter: bool,
+        trainable: bool,
+    ) -> PyResult<()> {
+        let py = tensor.py();
+        let bytes = elements.saturating_mul(
+            tensor
+                .call_method0(intern!(py, "element_size"))?
+                .extract::<u64>()?,
+        );
+        if !parameter {
+            self.buffers += elements;
+            self.buffer_bytes += bytes;
+            return Ok(());
+        }
+        self.parameters += elements;
+        self.parameter_bytes += bytes;
+        if trainable {
+            self.trainable += elements;
+        }
+        if tensor
+            .call_method0(intern!(py, "is_floating_point"))?
+            .is_truthy()?
+        {
+            let dtype = tensor.getattr(intern!(py, "dtype"))?;
+            if !self.dtypes.iter().any(|known| known.is(&dtype)) {
+                self.dtypes.push(dtype);
+            }
+        }
+        Ok(())
+    }
+
+    fn totals(self) -> Totals<'py> {
+        (
+            self.parameters,
+            self.trainable,
+            self.parameter_bytes,
+            self.buffers,
+            self.buffer_bytes,
+            self.dtypes,
+        )
+    }
+}
+
+/// Elements of a tensor and, for a parameter, whether it requires grad.
+fn count(tensor: &Bound<'_, PyAny>, parameter: bool) -> PyResult<(u64, bool)> {
+    let py = tensor.py();
+    let elements = tensor.call_method0(intern!(py, "numel"))?.extract()?;
+    let trainable = parameter && tensor.getattr(intern!(py, "requires_grad"))?.is_truthy()?;
+    Ok((elements, trainable))
+}
 
 /// Walks `named_modules` (`(path, module)` pairs, a module listed under each of its paths).
 ///
 /// Returns the own `(parameters, trainable parameters, buffer elements)` of every module, in
 /// the order modules are first listed, and the totals when every parameter and buffer is a
 /// distinct tensor with its own non-null storage (`None` otherwise: the caller works out
-/// what is shared, by name).
+/// what is shared, by name, and adds up the distinct tensors with [`storage_totals`]).
 #[pyfunction]
 #[allow(clippy::type_complexity)]
 fn walk_storage<'py>(
@@ -29,11 +95,7 @@ fn walk_storage<'py>(
     let mut seen_tensors: HashSet<usize> = HashSet::new();
     let mut pointers: HashSet<u64> = HashSet::new();
     let mut distinct = true;
-    let (mut parameters, mut trainable, mut parameter_bytes) = (0_u64, 0_u64, 0_u64);
-    let (mut buffer_count, mut buffer_bytes) = (0_u64, 0_u64);
-    let mut dtypes: Vec<Bound<'py, PyAny>> = Vec::new();
-    let numel = intern!(py, "numel");
-    let element_size = intern!(py, "element_size");
+    let mut sums = Sums::default();
     for pair in named_modules.iter() {
         let module = pair.cast::<PyTuple>()?.get_item(1)?;
         if !seen_modules.insert(module.as_ptr() as usize) {
@@ -41,7 +103,7 @@ fn walk_storage<'py>(
             continue;
         }
         let mut counts = (0_u64, 0_u64, 0_u64);
-        for (is_parameter, name) in [
+        for (parameter, name) in [
             (true, intern!(py, "_parameters")),
             (false, intern!(py, "_buffers")),
         ] {
@@ -54,12 +116,10 @@ fn walk_storage<'py>(
                 if tensor.is_none() {
                     continue;
                 }
-                let elements: u64 = tensor.call_method0(numel)?.extract()?;
-                let requires_grad =
-                    is_parameter && tensor.getattr(intern!(py, "requires_grad"))?.is_truthy()?;
-                if is_parameter {
+                let (elements, trainable) = count(&tensor, parameter)?;
+                if parameter {
                     counts.0 += elements;
-                    if requires_grad {
+                    if trainable {
                         counts.1 += elements;
                     }
                 } else {
@@ -81,43 +141,32 @@ fn walk_storage<'py>(
                     distinct = false;
                     continue;
                 }
-                let bytes =
-                    elements.saturating_mul(tensor.call_method0(element_size)?.extract::<u64>()?);
-                if is_parameter {
-                    parameters += elements;
-                    parameter_bytes += bytes;
-                    if requires_grad {
-                        trainable += elements;
-                    }
-                    if tensor
-                        .call_method0(intern!(py, "is_floating_point"))?
-                        .is_truthy()?
-                    {
-                        let dtype = tensor.getattr(intern!(py, "dtype"))?;
-                        if !dtypes.iter().any(|known| known.is(&dtype)) {
-                            dtypes.push(dtype);
-                        }
-                    }
-                } else {
-                    buffer_count += elements;
-                    buffer_bytes += bytes;
-                }
+                sums.add(&tensor, elements, parameter, trainable)?;
             }
         }
         own.push(counts);
     }
-    let totals = distinct.then_some((
-        parameters,
-        trainable,
-        parameter_bytes,
-        buffer_count,
-        buffer_bytes,
-        dtypes,
-    ));
-    Ok((own, totals))
+    Ok((own, distinct.then(|| sums.totals())))
 }
 
-/// Adds [`walk_storage`] to the module.
+/// The storage totals of distinct `parameters` and `buffers` (tensors).
+#[pyfunction]
+fn storage_totals<'py>(
+    parameters: &Bound<'py, PyList>,
+    buffers: &Bound<'py, PyList>,
+) -> PyResult<Totals<'py>> {
+    let mut sums = Sums::default();
+    for (parameter, tensors) in [(true, parameters), (false, buffers)] {
+        for tensor in tensors.iter() {
+            let (elements, trainable) = count(&tensor, parameter)?;
+            sums.add(&tensor, elements, parameter, trainable)?;
+        }
+    }
+    Ok(sums.totals())
+}
+
+/// Adds [`walk_storage`] and [`storage_totals`] to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_function(wrap_pyfunction!(walk_storage, module)?)
+    module.add_function(wrap_pyfunction!(walk_storage, module)?)?;
+    module.add_function(wrap_pyfunction!(storage_totals, module)?)
 }
