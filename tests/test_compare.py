@@ -97,7 +97,8 @@ def test_a_widened_model_changes_totals_and_layers() -> None:
         "before": "tensor [1, 8, 30, 30] float32",
         "after": "tensor [1, 16, 30, 30] float32",
     }
-    assert {"field": "parameters", "before": "224", "after": "448"} in conv["changes"]
+    assert {"field": "parameters.trainable", "before": "224", "after": "448"} in conv["changes"]
+    assert {"field": "parameters.bytes", "before": "896", "after": "1,792"} in conv["changes"]
     [structure] = diff["diagnostics"]
     assert (structure["code"], structure["severity"]) == ("structure_changed", "info")
 

@@ -34,15 +34,19 @@ def test_structure_mode_of_resnet18() -> None:
     assert report["operator_flops"]["total"]["reason"] == "not requested"
     assert report["layers"][0]["path"] == ""
     assert report["layers"][0]["output"]["shape"] == [1, 1000]
-    assert report["inputs"] == [
-        {
-            "kind": "tensor",
-            "shape": [1, 3, 224, 224],
-            "dtype": "float32",
-            "device": "cpu",
-            "requires_grad": False,
-        }
-    ]
+    assert report["inputs"] == {
+        "source": "generated",
+        "args": [
+            {
+                "kind": "tensor",
+                "shape": [1, 3, 224, 224],
+                "dtype": "float32",
+                "device": "cpu",
+                "requires_grad": False,
+            }
+        ],
+        "kwargs": {},
+    }
     assert torchscan.validate_report(report) == "analysis"
 
 
@@ -59,7 +63,12 @@ def test_module_called_twice_gives_two_records_and_counts_parameters_once() -> N
     records = [
         (layer["path"], layer["call_index"], layer["parameters"]) for layer in report["layers"]
     ]
-    assert records == [("", 0, 0), ("linear", 0, 20), ("linear", 1, 0)]
+    assert records == [
+        ("", 0, {"trainable": 0, "frozen": 0, "bytes": 0, "shared": False}),
+        ("linear", 0, {"trainable": 20, "frozen": 0, "bytes": 80, "shared": False}),
+        # Its second call holds the same tensors, already counted: torchscan 0.2's `shared`.
+        ("linear", 1, {"trainable": 0, "frozen": 0, "bytes": 0, "shared": True}),
+    ]
     assert report["totals"]["parameters"]["value"] == 20
 
 
@@ -81,6 +90,111 @@ def test_tied_weights_are_counted_once_and_reported() -> None:
     assert "shared_tensors" in codes
     message = next(d["message"] for d in report["diagnostics"] if d["code"] == "shared_tensors")
     assert "embed.weight = out.weight" in message
+
+
+def test_tied_weights_are_counted_at_the_first_layer_that_holds_them() -> None:
+    class Tied(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed = nn.Embedding(10, 4)
+            self.out = nn.Linear(4, 10)
+            self.out.weight = self.embed.weight
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.out(self.embed(x))
+
+    report = crawl_module(Tied(), args=(torch.tensor([[1, 2, 3]]),))
+    layers = {layer["path"]: layer["parameters"] for layer in report["layers"]}
+    assert layers["embed"] == {"trainable": 40, "frozen": 0, "bytes": 160, "shared": False}
+    # The tied weight was counted at `embed`; only the bias is new here.
+    assert layers["out"] == {"trainable": 10, "frozen": 0, "bytes": 40, "shared": True}
+    counted = sum(p["trainable"] + p["frozen"] for p in layers.values())
+    assert counted == report["totals"]["parameters"]["value"] == 50
+    assert sum(p["bytes"] for p in layers.values()) == report["totals"]["parameter_bytes"]["value"]
+
+
+def test_layers_keep_torchscan_02s_layout() -> None:
+    # The keys and nesting a caller of torchscan 0.2 reads.
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4), nn.ReLU())
+    model[1].weight.requires_grad_(False)
+    report = crawl_module(model, (3, 8, 8))
+    root, conv, bn, relu = report["layers"]
+    assert [layer["name"] for layer in report["layers"]] == ["sequential", "0", "1", "2"]
+    assert [layer["type"] for layer in report["layers"]] == [
+        "Sequential",
+        "Conv2d",
+        "BatchNorm2d",
+        "ReLU",
+    ]
+    assert [layer["depth"] for layer in report["layers"]] == [0, 1, 1, 1]
+    assert conv["input"] == {
+        "args": [
+            {
+                "kind": "tensor",
+                "shape": [1, 3, 8, 8],
+                "dtype": "float32",
+                "device": "cpu",
+                "requires_grad": False,
+            }
+        ],
+        "kwargs": {},
+    }
+    assert conv["parameters"] == {"trainable": 108, "frozen": 0, "bytes": 432, "shared": False}
+    assert bn["parameters"] == {"trainable": 4, "frozen": 4, "bytes": 32, "shared": False}
+    # running_mean and running_var (4 float32 each) and num_batches_tracked (one int64).
+    assert bn["buffers"] == {"elements": 9, "bytes": 40, "shared": False}
+    assert relu["buffers"] == {"elements": 0, "bytes": 0, "shared": False}
+    assert conv["metrics"]["module_flops"]["value"] == 4 * 6 * 6 * (2 * 27 - 1)  # no bias
+    assert conv["metrics"]["macs"]["value"] == 4 * 6 * 6 * 27
+    assert set(conv["metrics"]) == {"module_flops", "macs", "dmas"}
+    assert root["metrics"]["macs"]["value"] == report["totals"]["macs"]["value"]
+    assert torchscan.validate_report(report) == "analysis"
+
+
+class _Gate(nn.Module):
+    def forward(self, x: torch.Tensor, *, scale: torch.Tensor, mode: str = "mul") -> torch.Tensor:
+        return x * scale
+
+
+class _Gated(nn.Module):
+    def __init__(self, first: nn.Module) -> None:
+        super().__init__()
+        self.first = first
+        self.gate = _Gate()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.gate(self.first(x), scale=torch.full((1,), 2.0), mode="mul")
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+@pytest.mark.parametrize("scripted", [False, True], ids=["wrapped", "hooked"])
+def test_a_layer_records_the_keyword_arguments_of_its_call(scripted: bool) -> None:
+    # A scripted child makes the recorder use process-wide hooks instead of wrapping forwards.
+    first: nn.Module = nn.Linear(3, 3)
+    if scripted:
+        first = torch.jit.script(first)
+    report = crawl_module(_Gated(first), args=(torch.zeros(2, 3),), mode="structure")
+    gate = next(layer for layer in report["layers"] if layer["path"] == "gate")
+    assert gate["input"]["args"] == [
+        {
+            "kind": "tensor",
+            "shape": [2, 3],
+            "dtype": "float32",
+            "device": "cpu",
+            "requires_grad": False,
+        }
+    ]
+    assert gate["input"]["kwargs"] == {
+        "scale": {
+            "kind": "tensor",
+            "shape": [1],
+            "dtype": "float32",
+            "device": "cpu",
+            "requires_grad": False,
+        },
+        "mode": {"kind": "scalar", "type_name": "str"},
+    }
+    assert torchscan.validate_report(report) == "analysis"
 
 
 def test_frozen_parameters_and_buffers() -> None:
@@ -115,10 +229,10 @@ def test_args_and_kwargs_are_forwarded_unchanged() -> None:
         Probe(), args=(x,), kwargs={"scale": scale, "extra": marker}, mode="structure"
     )
     assert seen["x"] is x and seen["scale"] is scale and seen["extra"] is marker
-    assert report["inputs"][0]["requires_grad"] is True
-    names = [entry["name"] for entry in report["input_kwargs"]]
-    assert names == ["scale", "extra"]
-    assert report["input_kwargs"][1]["value"] == {"kind": "other", "type_name": "object"}
+    assert report["inputs"]["source"] == "provided"
+    assert report["inputs"]["args"][0]["requires_grad"] is True
+    assert list(report["inputs"]["kwargs"]) == ["scale", "extra"]
+    assert report["inputs"]["kwargs"]["extra"] == {"kind": "other", "type_name": "object"}
 
 
 def test_nested_outputs_are_described_without_values() -> None:
@@ -340,7 +454,7 @@ def test_full_mode_of_resnet18_matches_the_oracles() -> None:
         "value": 3_628_146_688.0,
     }
     root = report["layers"][0]
-    assert root["macs"]["value"] == totals["macs"]["value"]
+    assert root["metrics"]["macs"]["value"] == totals["macs"]["value"]
     conv1 = next(layer for layer in report["layers"] if layer["path"] == "conv1")
     assert conv1["receptive_field"]["size"] == [7.0, 7.0]
     assert conv1["receptive_field"]["stride"] == [2.0, 2.0]
@@ -359,7 +473,11 @@ def test_full_mode_of_resnet18_matches_the_oracles() -> None:
 def test_conv_module_estimates_match_the_oracle() -> None:
     report = crawl_module(nn.Sequential(nn.Conv2d(3, 8, 3)), (3, 32, 32))
     conv = report["layers"][1]
-    assert (conv["flops"]["value"], conv["macs"]["value"], conv["dmas"]["value"]) == (
+    assert (
+        conv["metrics"]["module_flops"]["value"],
+        conv["metrics"]["macs"]["value"],
+        conv["metrics"]["dmas"]["value"],
+    ) == (
         388_800,
         194_400,
         201_824,
@@ -381,8 +499,8 @@ def test_module_without_formula_is_partial_never_zero() -> None:
     report = crawl_module(model, (8,))
     assert torchscan.validate_report(report) == "analysis"
     scale = report["layers"][2]
-    assert scale["flops"]["status"] == "partial"
-    assert "no formula for Scale" in scale["flops"]["reason"]
+    assert scale["metrics"]["module_flops"]["status"] == "partial"
+    assert "no formula for Scale" in scale["metrics"]["module_flops"]["reason"]
     totals = report["totals"]
     assert totals["module_flops"]["status"] == "partial"
     assert totals["module_flops"]["known_value"] == 8 * (2 * 8 - 1) + 8
@@ -410,8 +528,8 @@ def test_container_adds_the_operators_it_runs_itself() -> None:
     root = report["layers"][0]
     q = report["layers"][1]
     own = 2 * (5 * 4 * 5) * 2  # two (5x4)@(4x5)-sized matrix products, 2 FLOPs per MAC
-    assert root["flops"]["value"] == q["flops"]["value"] + own
-    assert root["macs"]["value"] == q["macs"]["value"] + own / 2
+    assert root["metrics"]["module_flops"]["value"] == q["metrics"]["module_flops"]["value"] + own
+    assert root["metrics"]["macs"]["value"] == q["metrics"]["macs"]["value"] + own / 2
     assert report["operator_flops"]["total"]["value"] == 2 * 5 * 4 * 4 + own
 
 
@@ -433,7 +551,7 @@ def test_uncounted_custom_operator_makes_operator_flops_partial() -> None:
     uncounted = [op["operator"] for op in report["operator_flops"]["uncounted"]]
     assert uncounted == ["torchscan_test::crawl_twice"]
     custom = report["layers"][2]
-    assert custom["flops"]["status"] == "partial"
+    assert custom["metrics"]["module_flops"]["status"] == "partial"
     with pytest.raises(IncompleteAnalysisError):
         crawl_module(model, (4,), strict=True)
 
@@ -471,7 +589,7 @@ def test_structure_mode_is_faster_than_full_mode() -> None:
 def test_lstm_and_transformer_are_complete() -> None:
     lstm = crawl_module(nn.LSTM(10, 20, batch_first=True), (7, 10), strict=True)
     assert lstm["operator_flops"]["total"]["value"] == 33_600
-    assert lstm["layers"][0]["macs"]["value"] == 16_800
+    assert lstm["layers"][0]["metrics"]["macs"]["value"] == 16_800
     encoder = nn.TransformerEncoder(
         nn.TransformerEncoderLayer(64, 4, dim_feedforward=128, batch_first=True), num_layers=2
     )
@@ -491,7 +609,7 @@ def test_cuda_analysis_records_the_device() -> None:
     model = TinyCNN().cuda()
     report = crawl_module(model, (3, 16, 16), device="cuda")
     assert report["context"]["device"].startswith("cuda")
-    assert report["inputs"][0]["device"].startswith("cuda")
+    assert report["inputs"]["args"][0]["device"].startswith("cuda")
     assert report["operator_flops"]["total"]["status"] == "complete"
 
 
@@ -808,7 +926,7 @@ def test_user_hooks_still_run_and_their_changes_are_seen() -> None:
     report = crawl_module(model, args=(torch.zeros(4, 3),))
     assert fired == ["pre", "post"]
     layers = {layer["path"]: layer for layer in report["layers"]}
-    assert layers["1"]["inputs"][0]["shape"] == [4, 2]
+    assert layers["1"]["input"]["args"][0]["shape"] == [4, 2]
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
@@ -1138,7 +1256,9 @@ def test_a_failing_shape_formula_leaves_its_operator_uncounted_and_says_why() ->
     assert by_module["1"]["status"] == "complete"  # the ReLU ran no addmm
     assert by_module[""]["reason"] == "uncounted operators ran inside this module: aten::addmm"
     # The module estimates come from the Linear formula, whatever the operator pass found.
-    assert {layer["path"]: layer["flops"]["status"] for layer in report["layers"]} == {
+    assert {
+        layer["path"]: layer["metrics"]["module_flops"]["status"] for layer in report["layers"]
+    } == {
         "": "complete",
         "0": "complete",
         "1": "complete",
@@ -1178,12 +1298,12 @@ def test_a_call_left_open_is_assembled_as_unfinished() -> None:
     )
     root, linear = layers
     assert (root["path"], linear["path"]) == ("", "0")
-    assert linear["inputs"] == [] and linear["output"] is None
-    assert linear["flops"]["status"] == "partial"
-    assert linear["flops"]["reason"] == "Linear did not finish its forward"
+    assert linear["input"] == {"args": [], "kwargs": {}} and linear["output"] is None
+    assert linear["metrics"]["module_flops"]["status"] == "partial"
+    assert linear["metrics"]["module_flops"]["reason"] == "Linear did not finish its forward"
     assert linear["receptive_field"]["reason"] == "not computed for this call"
-    assert root["flops"]["reason"] == "a child module's estimate is incomplete"
-    assert root["inputs"][0]["shape"] == [1, 2] and root["output"]["shape"] == [1, 2]
-    assert linear["parameters"] == 6 and root["parameters"] == 0
+    assert root["metrics"]["module_flops"]["reason"] == "a child module's estimate is incomplete"
+    assert root["input"]["args"][0]["shape"] == [1, 2] and root["output"]["shape"] == [1, 2]
+    assert linear["parameters"]["trainable"] == 6 and root["parameters"]["trainable"] == 0
     assert totals is not None and totals["module_flops"]["status"] == "partial"
     assert (by_module, diagnostics, tallies) == ([], [], [])

@@ -478,7 +478,7 @@ def key_texts(report: dict[str, Any]) -> list[str]:
     texts += [diagnostic["code"] for diagnostic in report["diagnostics"]]
     if kind == "analysis":
         texts += ["Parameter storage (not peak memory)", "Module FLOPs"]
-        texts += [report["layers"][-1]["type_name"]]
+        texts += [report["layers"][-1]["type"]]
     elif kind == "flops":
         texts += ["Operator FLOPs"] + [op["operator"] for op in report["operator_flops"]["counted"]]
     elif kind == "benchmark":
@@ -529,7 +529,7 @@ def test_every_fixture_page_shows_its_report(browser: Browser, path: Path, tmp_p
         assert page.facts["tableRows"] >= layer_rows
         # A bar of each layer's share of the root's module FLOPs, where both are known.
         root = report["totals"]["module_flops"]
-        known = [layer["flops"]["known_value"] for layer in report["layers"]]
+        known = [layer["metrics"]["module_flops"]["known_value"] for layer in report["layers"]]
         shares = sum(value is not None for value in known) if root["known_value"] else 0
         assert page.facts["bars"] == shares
 
@@ -558,7 +558,7 @@ def test_markup_in_report_strings_executes_nothing(browser: Browser, tmp_path: P
     report = json.loads((ROOT / "tests/fixtures/reports/analysis_small_cnn.json").read_text())
     report["context"]["model_type"] = HOSTILE_SCRIPT
     for layer in report["layers"]:
-        layer["type_name"] = HOSTILE_IMAGE
+        layer["type"] = HOSTILE_IMAGE
     report["operator_flops"]["counted"][0]["operator"] = HOSTILE_SCRIPT
     report["diagnostics"] = [
         {

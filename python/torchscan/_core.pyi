@@ -11,6 +11,7 @@ __all__ = [
     "DispatchRecorder",
     "FieldTracker",
     "ModuleForward",
+    "OwnStorage",
     "TensorSpec",
     "__version__",
     "assemble",
@@ -68,14 +69,14 @@ def storage_totals(
 ) -> tuple[int, int, int, int, int, list[Any]]: ...
 def walk_storage(
     named_modules: list[tuple[str, Any]],
-) -> tuple[list[tuple[int, int, int]], tuple[int, int, int, int, int, list[Any]] | None]: ...
+) -> tuple[OwnStorage, tuple[int, int, int, int, int, list[Any]] | None]: ...
 def assemble(
     recorder: CallRecorder,
     full: bool,
     log: list[Any] | None,
     seeds: list[tuple[int, int]],
     operators: dict[str, Any],
-    own_counts: list[tuple[int, int, int]],
+    own: OwnStorage,
     helpers: tuple[Any, Any],
     describe: dict[str, Any],
     texts: dict[str, str],
@@ -159,10 +160,23 @@ class CallRecorder:
     def count(self) -> int: ...
     def enter(self, index: int) -> None: ...
     @staticmethod
-    def leave(recorder: CallRecorder, module: Any, inputs: Any, output: Any) -> None: ...
+    def leave(
+        recorder: CallRecorder,
+        module: Any,
+        inputs: Any,
+        output: Any,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None: ...
     def records(
         self,
     ) -> tuple[list[tuple[Any, str, int, int, int | None, Any, Any, bool]], list[int]]: ...
+
+@final
+class OwnStorage:
+    """The own parameters and buffers of every module of a model, from ``walk_storage``."""
+
+    def __len__(self) -> int: ...
+    def counts(self, index: int) -> tuple[int, int, int, int, int]: ...
 
 @final
 class ModuleForward:

@@ -22,10 +22,11 @@ from .reports import (
     AnalysisReport,
     AnalysisTotals,
     Diagnostic,
+    InputSource,
     Layer,
     MetricResult,
+    ModelInputs,
     ModuleOperatorFlops,
-    NamedValueMeta,
     OperatorFlops,
 )
 
@@ -401,7 +402,9 @@ class _Recorder:
 
                 self.handles.append(torch_module.register_module_forward_pre_hook(self._pre))
                 self.handles.append(
-                    torch_module.register_module_forward_hook(self._post_hook, always_call=True)
+                    torch_module.register_module_forward_hook(
+                        self._post_hook, with_kwargs=True, always_call=True
+                    )
                 )
             else:
                 for position, module in enumerate(self.modules):
@@ -442,9 +445,11 @@ class _Recorder:
         if position is not None:  # else a module of another model, or not reachable from this one
             self.core.enter(position)
 
-    def _post_hook(self, module: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    def _post_hook(
+        self, module: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], output: Any
+    ) -> None:
         if id(module) in self.positions:
-            _core.CallRecorder.leave(self.core, module, inputs, output)
+            _core.CallRecorder.leave(self.core, module, inputs, output, kwargs)
 
 
 _KIND_BY_TYPE: dict[type, tuple[bool, bool, Any, bool, Any]] = {}
@@ -566,15 +571,15 @@ def _analyse(
                 module.training = flag
     # The forward is over: everything below works on what the hooks and the counter kept.
     core = recorder.core
-    # Each module's own counts (for its first call) and the storage totals, in one walk.
-    own_counts, walked = _core.walk_storage(named_modules)
+    # Each module's own parameters and buffers and the storage totals, in one walk.
+    own, walked = _core.walk_storage(named_modules)
     layers, module_totals, by_module, module_diagnostics, tallies = _core.assemble(
         core,
         full,
         recorder.log,
         [(id(tensor), tensor.dim()) for tensor in iter_tensors(positional)],
         _operator_pass(),
-        own_counts,
+        own,
         (_module_kind, iter_tensors),
         {"describe": describe, "dtype_names": _DTYPE_NAMES, "device_names": _DEVICE_NAMES},
         _TEXTS,
@@ -592,6 +597,7 @@ def _analyse(
         walked,
         layers,
         module_totals,
+        "generated" if input_shape is not None else "provided",
         positional,
         keywords,
         resolved_device,
@@ -611,6 +617,7 @@ def _build_report(
     walked: Any,
     layers: list[Layer],
     module_totals: dict[str, MetricResult],
+    source: InputSource,
     positional: tuple[Any, ...],
     keywords: dict[str, Any],
     device: Any,
@@ -651,9 +658,11 @@ def _build_report(
         "macs": module_totals["macs"],
         "dmas": module_totals["dmas"],
     }
-    input_kwargs: list[NamedValueMeta] = [
-        {"name": name, "value": describe(value)} for name, value in keywords.items()
-    ]
+    model_inputs: ModelInputs = {
+        "source": source,
+        "args": [describe(value) for value in positional],
+        "kwargs": {name: describe(value) for name, value in keywords.items()},
+    }
     report: AnalysisReport = {
         "schema_version": 1,
         "kind": "analysis",
@@ -666,8 +675,7 @@ def _build_report(
         ),
         "diagnostics": diagnostics,
         "mode": "full" if full else "structure",
-        "inputs": [describe(value) for value in positional],
-        "input_kwargs": input_kwargs,
+        "inputs": model_inputs,
         "totals": totals,
         "layers": layers,
         "operator_flops": operator_flops,

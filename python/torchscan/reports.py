@@ -21,6 +21,7 @@ __all__ = [
     "BenchmarkComparisonReport",
     "BenchmarkMetrics",
     "BenchmarkReport",
+    "CallArguments",
     "CheckSummary",
     "ComparedSide",
     "ComparisonSettings",
@@ -33,12 +34,17 @@ __all__ = [
     "Flags",
     "FlopReport",
     "Layer",
+    "LayerBuffers",
     "LayerChange",
     "LayerChanges",
+    "LayerMetrics",
+    "LayerParameters",
     "LayerRef",
+    "LayerReport",
     "LeafCheck",
     "MetricDelta",
     "MetricResult",
+    "ModelInputs",
     "ModuleOperatorFlops",
     "NamedValueMeta",
     "OperatorFlops",
@@ -62,6 +68,7 @@ __all__ = [
 ]
 
 MetricStatus = Literal["complete", "partial", "unavailable"]
+InputSource = Literal["generated", "provided"]
 Severity = Literal["info", "warning", "error"]
 DiagnosticCode = Literal[
     "uncounted_operator",
@@ -309,22 +316,64 @@ class ReceptiveField(TypedDict):
     reason: str | None
 
 
+class CallArguments(TypedDict):
+    """What a module call received: positional and keyword arguments' metadata."""
+
+    args: list[ValueMeta]
+    kwargs: dict[str, ValueMeta]
+
+
+class ModelInputs(TypedDict):
+    """The model's inputs: where they came from and their metadata."""
+
+    source: InputSource
+    args: list[ValueMeta]
+    kwargs: dict[str, ValueMeta]
+
+
+class LayerParameters(TypedDict):
+    """A layer's own parameters, each counted at the first layer that holds it."""
+
+    trainable: int
+    frozen: int
+    bytes: int
+    shared: bool
+
+
+class LayerBuffers(TypedDict):
+    """A layer's own buffers, each counted at the first layer that holds it."""
+
+    elements: int
+    bytes: int
+    shared: bool
+
+
+class LayerMetrics(TypedDict):
+    """A layer's module estimates."""
+
+    module_flops: MetricResult
+    macs: MetricResult
+    dmas: MetricResult
+
+
 class Layer(TypedDict):
-    """One call of one module."""
+    """One call of one module, in torchscan 0.2's layout."""
 
     path: str
     call_index: int
+    name: str
     depth: int
-    type_name: str
-    inputs: list[ValueMeta]
+    type: str
+    input: CallArguments
     output: ValueMeta
-    parameters: int
-    trainable_parameters: int
-    buffers: int
-    flops: MetricResult
-    macs: MetricResult
-    dmas: MetricResult
+    parameters: LayerParameters
+    buffers: LayerBuffers
+    metrics: LayerMetrics
     receptive_field: ReceptiveField
+
+
+#: torchscan 0.2's name of :class:`Layer`.
+LayerReport = Layer
 
 
 class AnalysisReport(TypedDict):
@@ -335,8 +384,7 @@ class AnalysisReport(TypedDict):
     context: Context
     diagnostics: list[Diagnostic]
     mode: Literal["full", "structure"]
-    inputs: list[ValueMeta]
-    input_kwargs: list[NamedValueMeta]
+    inputs: ModelInputs
     totals: AnalysisTotals
     layers: list[Layer]
     operator_flops: OperatorFlops

@@ -9,8 +9,9 @@
 //!   complete.
 //! - **Layers** are matched by identity, module path plus call index: `layers.added` are only in
 //!   the report after, `layers.removed` only in the report before, and `layers.changed` are in both
-//!   with at least one differing field among `type_name`, `inputs`, `output`, `parameters`,
-//!   `trainable_parameters`, `buffers`, `flops`, `macs` and `dmas` (listed in that order).
+//!   with at least one differing field among `type`, `input`, `output`, `parameters.trainable`,
+//!   `parameters.frozen`, `parameters.bytes`, `buffers.elements`, `buffers.bytes`,
+//!   `metrics.module_flops`, `metrics.macs` and `metrics.dmas` (listed in that order).
 //!   Added and changed layers follow the order of the report after; removed layers the order of
 //!   the report before.
 //! - **Refusals** ([`CompareError`]): both reports must be `analysis` reports of one schema version,
@@ -26,7 +27,7 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::problem::Problem;
-use crate::schema::analysis::{AnalysisMode, AnalysisReport, Layer};
+use crate::schema::analysis::{AnalysisMode, AnalysisReport, CallArguments, Layer};
 use crate::schema::common::{
     Context, Diagnostic, DiagnosticCode, MetricResult, MetricStatus, Severity, ValueMeta,
 };
@@ -516,16 +517,24 @@ fn value_text(meta: &ValueMeta, detailed: bool) -> String {
     }
 }
 
-/// Several values' metadata as text; `(none)` when there is none.
-fn values_text(metas: &[ValueMeta], detailed: bool) -> String {
-    if metas.is_empty() {
+/// A call's arguments as text: the positional ones, then `name=...` for each keyword; `(none)`
+/// when there is none.
+fn arguments_text(arguments: &CallArguments, detailed: bool) -> String {
+    let parts: Vec<String> = arguments
+        .args
+        .iter()
+        .map(|meta| value_text(meta, detailed))
+        .chain(
+            arguments
+                .kwargs
+                .iter()
+                .map(|(name, meta)| format!("{name}={}", value_text(meta, detailed))),
+        )
+        .collect();
+    if parts.is_empty() {
         "(none)".to_owned()
     } else {
-        metas
-            .iter()
-            .map(|meta| value_text(meta, detailed))
-            .collect::<Vec<_>>()
-            .join(", ")
+        parts.join(", ")
     }
 }
 
@@ -555,19 +564,12 @@ fn layer_changes(before: &Layer, after: &Layer) -> Vec<FieldChange> {
         });
     };
     if before.type_name != after.type_name {
-        push(
-            "type_name",
-            (before.type_name.clone(), after.type_name.clone()),
-        );
+        push("type", (before.type_name.clone(), after.type_name.clone()));
     }
-    if before.inputs != after.inputs {
+    if before.input != after.input {
         push(
-            "inputs",
-            differing_texts(
-                before.inputs.as_slice(),
-                after.inputs.as_slice(),
-                values_text,
-            ),
+            "input",
+            differing_texts(&before.input, &after.input, arguments_text),
         );
     }
     if before.output != after.output {
@@ -577,22 +579,40 @@ fn layer_changes(before: &Layer, after: &Layer) -> Vec<FieldChange> {
         );
     }
     for (field, b, a) in [
-        ("parameters", before.parameters, after.parameters),
         (
-            "trainable_parameters",
-            before.trainable_parameters,
-            after.trainable_parameters,
+            "parameters.trainable",
+            before.parameters.trainable,
+            after.parameters.trainable,
         ),
-        ("buffers", before.buffers, after.buffers),
+        (
+            "parameters.frozen",
+            before.parameters.frozen,
+            after.parameters.frozen,
+        ),
+        (
+            "parameters.bytes",
+            before.parameters.bytes,
+            after.parameters.bytes,
+        ),
+        (
+            "buffers.elements",
+            before.buffers.elements,
+            after.buffers.elements,
+        ),
+        ("buffers.bytes", before.buffers.bytes, after.buffers.bytes),
     ] {
         if b != a {
             push(field, (count_text(b), count_text(a)));
         }
     }
     for (field, b, a) in [
-        ("flops", &before.flops, &after.flops),
-        ("macs", &before.macs, &after.macs),
-        ("dmas", &before.dmas, &after.dmas),
+        (
+            "metrics.module_flops",
+            &before.metrics.module_flops,
+            &after.metrics.module_flops,
+        ),
+        ("metrics.macs", &before.metrics.macs, &after.metrics.macs),
+        ("metrics.dmas", &before.metrics.dmas, &after.metrics.dmas),
     ] {
         if metric_key(b) != metric_key(a) {
             push(field, (metric_text(b), metric_text(a)));

@@ -161,16 +161,19 @@ fn a_widened_model_changes_totals_and_layers() {
                 "tensor [1, 8, 30, 30] float32",
                 "tensor [1, 16, 30, 30] float32"
             ),
-            ("parameters", "224", "448"),
-            ("trainable_parameters", "224", "448"),
-            ("flops", "388,800 FLOPs", "777,600 FLOPs"),
-            ("macs", "194,400 MACs", "388,800 MACs"),
-            ("dmas", "201,824 DMAs", "403,648 DMAs"),
+            ("parameters.trainable", "224", "448"),
+            ("parameters.bytes", "896", "1,792"),
+            ("metrics.module_flops", "388,800 FLOPs", "777,600 FLOPs"),
+            ("metrics.macs", "194,400 MACs", "388,800 MACs"),
+            ("metrics.dmas", "201,824 DMAs", "403,648 DMAs"),
         ]
     );
     let relu = &diff.layers.changed[1];
     let fields: Vec<_> = relu.changes.iter().map(|c| c.field.as_str()).collect();
-    assert_eq!(fields, ["inputs", "output", "flops", "dmas"]);
+    assert_eq!(
+        fields,
+        ["input", "output", "metrics.module_flops", "metrics.dmas"]
+    );
 
     assert_eq!(diff.diagnostics.len(), 1, "{:?}", diff.diagnostics);
     let structure = &diff.diagnostics[0];
@@ -245,7 +248,7 @@ fn a_partial_side_gives_no_delta_and_the_weaker_status() {
     // Different models: the root type changes, every other layer is added or removed.
     let root = &diff.layers.changed[0];
     assert_eq!(root.path, "");
-    assert_eq!(root.changes[0].field, "type_name");
+    assert_eq!(root.changes[0].field, "type");
     assert_eq!(
         (
             root.changes[0].before.as_str(),
@@ -315,14 +318,14 @@ fn layer_metrics_and_values_are_written_as_text() {
         .iter_mut()
         .find(|l| l.path == "proj")
         .expect("proj");
-    proj.flops.value = Some(1234.5);
-    proj.flops.known_value = Some(1234.5);
+    proj.metrics.module_flops.value = Some(1234.5);
+    proj.metrics.module_flops.known_value = Some(1234.5);
     let head = after
         .layers
         .iter_mut()
         .find(|l| l.path == "head")
         .expect("head");
-    if let torchscan_core::schema::common::ValueMeta::Tensor(tensor) = &mut head.inputs[0] {
+    if let torchscan_core::schema::common::ValueMeta::Tensor(tensor) = &mut head.input.args[0] {
         tensor.requires_grad = true;
     }
     let diff = valid_diff(&before, &after);
@@ -332,7 +335,7 @@ fn layer_metrics_and_values_are_written_as_text() {
         .iter()
         .find(|l| l.path == "proj")
         .expect("proj changed");
-    assert_eq!(proj.changes[0].field, "flops");
+    assert_eq!(proj.changes[0].field, "metrics.module_flops");
     assert_eq!(proj.changes[0].after, "1,234.500 FLOPs");
     let head = diff
         .layers
@@ -340,7 +343,7 @@ fn layer_metrics_and_values_are_written_as_text() {
         .iter()
         .find(|l| l.path == "head")
         .expect("head changed");
-    assert_eq!(head.changes[0].field, "inputs");
+    assert_eq!(head.changes[0].field, "input");
     assert!(
         head.changes[0].after.ends_with("on cpu, requires grad"),
         "the detailed text shows what changed: {:?}",
@@ -350,18 +353,21 @@ fn layer_metrics_and_values_are_written_as_text() {
 
     // The layer without a formula, compared with a formula: unavailable text with its reason.
     let act_before = before.layers.iter().find(|l| l.path == "act").expect("act");
-    assert_eq!(act_before.flops.status, MetricStatus::Unavailable);
+    assert_eq!(
+        act_before.metrics.module_flops.status,
+        MetricStatus::Unavailable
+    );
     let mut with_formula = before.clone();
     let act_after = with_formula
         .layers
         .iter_mut()
         .find(|l| l.path == "act")
         .expect("act");
-    act_after.flops =
+    act_after.metrics.module_flops =
         torchscan_core::schema::common::MetricResult::complete(10.0, "FLOPs", "s", "m");
     let diff = valid_diff(&before, &with_formula);
     let change = &diff.layers.changed[0].changes[0];
-    assert_eq!(change.field, "flops");
+    assert_eq!(change.field, "metrics.module_flops");
     assert_eq!(
         (change.before.as_str(), change.after.as_str()),
         (

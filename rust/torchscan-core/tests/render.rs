@@ -173,7 +173,7 @@ fn every_report_string_is_escaped() {
     let mut value: Value = serde_json::from_str(&text).expect("JSON");
     value["context"]["model_type"] = json!(HOSTILE);
     for layer in value["layers"].as_array_mut().expect("layers") {
-        layer["type_name"] = json!(HOSTILE);
+        layer["type"] = json!(HOSTILE);
     }
     value["operator_flops"]["counted"][0]["operator"] = json!(HOSTILE);
     value["diagnostics"] = json!([{

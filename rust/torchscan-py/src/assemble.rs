@@ -16,6 +16,7 @@ use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
 use crate::calls::{CallRecorder, TensorSpec, shape_elements};
 use crate::fields::{FieldTracker, unavailable};
+use crate::storage::OwnStorage;
 use crate::template::Template;
 
 const NOT_REQUESTED: &str = "not requested";
@@ -51,18 +52,25 @@ static METRIC: Template = Template::new(&[
 static LAYER: Template = Template::new(&[
     "path",
     "call_index",
+    "name",
     "depth",
-    "type_name",
-    "inputs",
+    "type",
+    "input",
     "output",
     "parameters",
-    "trainable_parameters",
     "buffers",
-    "flops",
-    "macs",
-    "dmas",
+    "metrics",
     "receptive_field",
 ]);
+
+/// The keys of a layer's own parameters.
+static PARAMETERS: Template = Template::new(&["trainable", "frozen", "bytes", "shared"]);
+
+/// The keys of a layer's own buffers.
+static BUFFERS: Template = Template::new(&["elements", "bytes", "shared"]);
+
+/// The keys of a layer's module estimates.
+static METRICS: Template = Template::new(&["module_flops", "macs", "dmas"]);
 
 /// A module estimate: complete, or partial with what is known and why the rest is missing.
 struct Metric {
@@ -118,7 +126,7 @@ fn not_requested<'py>(
 /// The names and units of the three estimates, as Python strings.
 fn kinds(py: Python<'_>) -> [(&Bound<'_, PyString>, &Bound<'_, PyString>); 3] {
     [
-        (intern!(py, "flops"), intern!(py, "FLOPs")),
+        (intern!(py, "module_flops"), intern!(py, "FLOPs")),
         (intern!(py, "macs"), intern!(py, "MACs")),
         (intern!(py, "dmas"), intern!(py, "DMAs")),
     ]
@@ -130,6 +138,7 @@ struct Node {
     call_index: usize,
     parent: Option<usize>,
     inputs: Option<Py<PyAny>>,
+    kwargs: Option<Py<PyAny>>,
     output: Option<Py<PyAny>>,
     finished: bool,
     children: Vec<usize>,
@@ -212,8 +221,8 @@ impl<'py> Describe<'py> {
 ///
 /// `full` asks for the estimates, receptive fields and operator figures, from the forward's
 /// `log` (calls as their positions, operators as the crawl counter logs them, read as
-/// `operators` says) and the model inputs' `(id, ndim)` (`seeds`). `own_counts` are each
-/// recorded module's own `(parameters, trainable, buffers)`, given at its first call.
+/// `operators` says) and the model inputs' `(id, ndim)` (`seeds`). `own` holds each recorded
+/// module's own parameters and buffers, counted at the first layer that holds them.
 /// `helpers` is `(kind_of, iter_tensors)` as [`FieldTracker`] takes them, `describe` the
 /// describing function with its dtype and device names, and `texts` the scopes and methods of
 /// the report.
@@ -227,7 +236,7 @@ fn assemble<'py>(
     log: Option<Bound<'py, PyList>>,
     seeds: Vec<(usize, usize)>,
     operators: OperatorPass<'py>,
-    own_counts: Vec<(u64, u64, u64)>,
+    own: PyRef<'py, OwnStorage>,
     helpers: (Py<PyAny>, Py<PyAny>),
     describe: Describe<'py>,
     texts: Texts,
@@ -262,6 +271,7 @@ fn assemble<'py>(
                 call_index: call.call_index,
                 parent: call.parent,
                 inputs: call.inputs.as_ref().map(|value| value.clone_ref(py)),
+                kwargs: call.kwargs.as_ref().map(|value| value.clone_ref(py)),
                 output: call.output.as_ref().map(|value| value.clone_ref(py)),
                 finished: call.finished,
                 children: Vec::new(),
@@ -347,49 +357,102 @@ fn assemble<'py>(
             }
         }
     }
-    // The layers, in the order the calls opened; a module's own parameters and buffers are
-    // counted at its first call only.
+    // The layers, in the order the calls opened; a parameter or buffer is counted at the first
+    // layer that holds it.
     let layers = PyList::empty(py);
-    let mut counted = vec![false; modules.len()];
+    let mut seen: HashSet<usize> = HashSet::new();
+    let mut names: Vec<Option<Bound<'py, PyString>>> = (0..modules.len()).map(|_| None).collect();
     for (position, node) in nodes.iter().enumerate() {
         let module = &modules[node.module];
-        let (parameters, trainable, buffers) = if counted[node.module] {
-            (0, 0, 0)
-        } else {
-            counted[node.module] = true;
-            own_counts.get(node.module).copied().ok_or_else(|| {
-                PyValueError::new_err("the storage walk gives fewer modules than the recorder")
-            })?
-        };
+        let tensors = own.modules.get(node.module).ok_or_else(|| {
+            PyValueError::new_err("the storage walk gives fewer modules than the recorder")
+        })?;
+        let (mut trainable, mut frozen, mut parameter_bytes, mut parameters_shared) =
+            (0_u64, 0_u64, 0_u64, false);
+        let (mut buffer_elements, mut buffer_bytes, mut buffers_shared) = (0_u64, 0_u64, false);
+        for tensor in tensors {
+            let first = seen.insert(tensor.identity);
+            match (tensor.parameter, first) {
+                (true, false) => parameters_shared = true,
+                (false, false) => buffers_shared = true,
+                (true, true) => {
+                    if tensor.trainable {
+                        trainable += tensor.elements;
+                    } else {
+                        frozen += tensor.elements;
+                    }
+                    parameter_bytes += tensor.bytes;
+                }
+                (false, true) => {
+                    buffer_elements += tensor.elements;
+                    buffer_bytes += tensor.bytes;
+                }
+            }
+        }
         let layer = LAYER.dict(py)?;
         layer.set_item(intern!(py, "path"), module.path.bind(py))?;
         layer.set_item(intern!(py, "call_index"), node.call_index)?;
         layer.set_item(intern!(py, "depth"), module.depth)?;
         let kind = tracker.kind(py, module.module.bind(py))?;
-        layer.set_item(intern!(py, "type_name"), kind.name_object.bind(py))?;
-        let metas = PyList::empty(py);
+        let type_name = kind.name_object.bind(py);
+        let name = match &names[node.module] {
+            Some(name) => name.clone(),
+            None => {
+                let name = match module.path_text.rsplit_once('.') {
+                    Some((_, last)) => PyString::new(py, last),
+                    None if module.path_text.is_empty() => {
+                        PyString::new(py, &type_name.to_str()?.to_lowercase())
+                    }
+                    None => module.path.bind(py).cast::<PyString>()?.clone(),
+                };
+                names[node.module] = Some(name.clone());
+                name
+            }
+        };
+        layer.set_item(intern!(py, "name"), name)?;
+        layer.set_item(intern!(py, "type"), type_name)?;
+        let args = PyList::empty(py);
+        let kwargs = PyDict::new(py);
         let mut output = py.None().into_bound(py);
         if node.finished {
             if let Some(inputs) = &node.inputs {
                 for value in inputs.bind(py).try_iter()? {
-                    metas.append(describe.of(&value?)?)?;
+                    args.append(describe.of(&value?)?)?;
+                }
+            }
+            if let Some(keywords) = &node.kwargs {
+                for (key, value) in keywords.bind(py).cast::<PyDict>()?.iter() {
+                    kwargs.set_item(key, describe.of(&value)?)?;
                 }
             }
             let none = py.None();
             output = describe.of(node.output.as_ref().unwrap_or(&none).bind(py))?;
         }
-        layer.set_item(intern!(py, "inputs"), metas)?;
+        let input = PyDict::new(py);
+        input.set_item(intern!(py, "args"), args)?;
+        input.set_item(intern!(py, "kwargs"), kwargs)?;
+        layer.set_item(intern!(py, "input"), input)?;
         layer.set_item(intern!(py, "output"), output)?;
+        let parameters = PARAMETERS.dict(py)?;
+        parameters.set_item(intern!(py, "trainable"), trainable)?;
+        parameters.set_item(intern!(py, "frozen"), frozen)?;
+        parameters.set_item(intern!(py, "bytes"), parameter_bytes)?;
+        parameters.set_item(intern!(py, "shared"), parameters_shared)?;
         layer.set_item(intern!(py, "parameters"), parameters)?;
-        layer.set_item(intern!(py, "trainable_parameters"), trainable)?;
+        let buffers = BUFFERS.dict(py)?;
+        buffers.set_item(intern!(py, "elements"), buffer_elements)?;
+        buffers.set_item(intern!(py, "bytes"), buffer_bytes)?;
+        buffers.set_item(intern!(py, "shared"), buffers_shared)?;
         layer.set_item(intern!(py, "buffers"), buffers)?;
+        let metrics = METRICS.dict(py)?;
         for (index, (name, unit)) in kinds(py).into_iter().enumerate() {
             let metric = match &node.estimates {
                 Some(estimates) if full => estimates[index].to_dict(py, unit, module_scope)?,
                 _ => not_requested(py, unit, module_scope, module_method)?,
             };
-            layer.set_item(name, metric)?;
+            metrics.set_item(name, metric)?;
         }
+        layer.set_item(intern!(py, "metrics"), metrics)?;
         let field = match fields[position].take() {
             Some(field) => field,
             None if full => unavailable(py, intern!(py, "not computed for this call"))?,
@@ -786,12 +849,7 @@ fn module_totals<'py>(
         .filter(|node| modules[node.module].path_text.is_empty())
         .collect();
     let totals = PyDict::new(py);
-    for (index, (name, unit)) in kinds(py).into_iter().enumerate() {
-        let total_name = if index == 0 {
-            intern!(py, "module_flops")
-        } else {
-            name
-        };
+    for (index, (total_name, unit)) in kinds(py).into_iter().enumerate() {
         if !full || roots.is_empty() {
             totals.set_item(total_name, not_requested(py, unit, scope, method)?)?;
             continue;

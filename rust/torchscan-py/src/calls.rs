@@ -167,6 +167,8 @@ pub(crate) struct Call {
     pub(crate) parent: Option<usize>,
     /// Positional arguments and result, frozen (`None` until the call closes).
     pub(crate) inputs: Option<Py<PyAny>>,
+    /// Keyword arguments, frozen, as a dict (`None` when there were none).
+    pub(crate) kwargs: Option<Py<PyAny>>,
     pub(crate) output: Option<Py<PyAny>>,
     pub(crate) finished: bool,
 }
@@ -175,10 +177,9 @@ pub(crate) struct Call {
 ///
 /// Built with the analysed modules as `(module, path, depth)`, each once, the forward's log (or
 /// `None`), `torch.Tensor` and the function that freezes any other value (`_values.freeze`).
-/// `enter(index)` opens a call of the module at that position; `leave(module, inputs, output)`
-/// closes the innermost open call of `module` (and any left open inside it), freezing the
-/// positional arguments it received and what it returned, and appends the call's position to
-/// the log. `top` is the position of the innermost open call. `records()` gives the calls once
+/// `enter(index)` opens a call of the module at that position; `leave(module, inputs, output,
+/// kwargs)` closes the innermost open call of `module` (and any left open inside it), freezing
+/// the arguments it received and what it returned, and appends the call's position to the log. `top` is the position of the innermost open call. `records()` gives the calls once
 /// the forward is over.
 #[pyclass(module = "torchscan._core")]
 pub struct CallRecorder {
@@ -246,6 +247,7 @@ impl CallRecorder {
             call_index,
             parent: self.top,
             inputs: None,
+            kwargs: None,
             output: None,
             finished: false,
         });
@@ -254,12 +256,15 @@ impl CallRecorder {
     }
 
     /// Closes the innermost open call of `module`; `output` is `None` when its forward raised.
+    /// `kwargs` are the keyword arguments it received (`None` or empty when there were none).
     #[staticmethod]
+    #[pyo3(signature = (recorder, module, inputs, output, kwargs=None))]
     fn leave(
         recorder: &Bound<'_, CallRecorder>,
         module: &Bound<'_, PyAny>,
         inputs: &Bound<'_, PyAny>,
         output: &Bound<'_, PyAny>,
+        kwargs: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<()> {
         // Freezing reads attributes, which may run Python code: no borrow is held meanwhile.
         let (tensor, freeze) = {
@@ -286,6 +291,10 @@ impl CallRecorder {
         } else {
             freeze.bind(py).call1((output,))?
         };
+        let frozen_kwargs = match kwargs {
+            Some(kwargs) if !kwargs.is_empty() => Some(freeze.bind(py).call1((kwargs,))?.unbind()),
+            _ => None,
+        };
         let mut this = recorder.try_borrow_mut()?;
         let Some(position) = this.open_call_of(module) else {
             return Ok(());
@@ -293,6 +302,7 @@ impl CallRecorder {
         let log = this.log.as_ref().map(|log| log.clone_ref(py));
         let call = &mut this.calls[position];
         call.inputs = Some(frozen_inputs.unbind());
+        call.kwargs = frozen_kwargs;
         call.output = Some(frozen_output.unbind());
         call.finished = true;
         let parent = call.parent;
@@ -346,6 +356,7 @@ impl CallRecorder {
         }
         for call in &self.calls {
             visit.call(&call.inputs)?;
+            visit.call(&call.kwargs)?;
             visit.call(&call.output)?;
         }
         visit.call(&self.log)?;
@@ -450,11 +461,11 @@ impl ModuleForward {
         };
         match result {
             Ok(output) => {
-                CallRecorder::leave(recorder, module, args, &output)?;
+                CallRecorder::leave(recorder, module, args, &output, kwargs)?;
                 Ok(output)
             }
             Err(error) => {
-                CallRecorder::leave(recorder, module, args, &py.None().into_bound(py))?;
+                CallRecorder::leave(recorder, module, args, &py.None().into_bound(py), kwargs)?;
                 Err(error)
             }
         }

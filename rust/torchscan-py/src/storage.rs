@@ -22,20 +22,17 @@ struct Sums<'py> {
 }
 
 impl<'py> Sums<'py> {
-    /// Adds a parameter (`trainable` when it requires grad) or a buffer of `elements` elements.
+    /// Adds a parameter (`trainable` when it requires grad) or a buffer of `elements` elements
+    /// taking `bytes`.
     fn add(
         &mut self,
         tensor: &Bound<'py, PyAny>,
         elements: u64,
+        bytes: u64,
         parameter: bool,
         trainable: bool,
     ) -> PyResult<()> {
         let py = tensor.py();
-        let bytes = elements.saturating_mul(
-            tensor
-                .call_method0(intern!(py, "element_size"))?
-                .extract::<u64>()?,
-        );
         if !parameter {
             self.buffers += elements;
             self.buffer_bytes += bytes;
@@ -78,18 +75,68 @@ fn count(tensor: &Bound<'_, PyAny>, parameter: bool) -> PyResult<(u64, bool)> {
     Ok((elements, trainable))
 }
 
+/// One of a module's own parameters or buffers.
+pub(crate) struct OwnTensor {
+    /// The tensor object's identity: a tensor held by several modules is counted at the first.
+    pub(crate) identity: usize,
+    pub(crate) elements: u64,
+    pub(crate) bytes: u64,
+    /// A parameter (else a buffer).
+    pub(crate) parameter: bool,
+    /// A parameter that requires grad.
+    pub(crate) trainable: bool,
+}
+
+/// The own parameters and buffers of every module of a model, as [`walk_storage`] found them.
+///
+/// The modules are kept alive by the model while the report is assembled, and so are their
+/// tensors, whose identities this holds.
+#[pyclass(module = "torchscan._core", frozen)]
+pub struct OwnStorage {
+    pub(crate) modules: Vec<Vec<OwnTensor>>,
+}
+
+#[pymethods]
+impl OwnStorage {
+    /// Number of modules walked.
+    fn __len__(&self) -> usize {
+        self.modules.len()
+    }
+
+    /// The own `(trainable, frozen, parameter bytes, buffer elements, buffer bytes)` of the
+    /// module at `index`, every tensor counted.
+    fn counts(&self, index: usize) -> PyResult<(u64, u64, u64, u64, u64)> {
+        let tensors = self.modules.get(index).ok_or_else(|| {
+            pyo3::exceptions::PyIndexError::new_err(format!("no module at position {index}"))
+        })?;
+        let mut counts = (0, 0, 0, 0, 0);
+        for tensor in tensors {
+            match (tensor.parameter, tensor.trainable) {
+                (true, true) => counts.0 += tensor.elements,
+                (true, false) => counts.1 += tensor.elements,
+                (false, _) => counts.3 += tensor.elements,
+            }
+            if tensor.parameter {
+                counts.2 += tensor.bytes;
+            } else {
+                counts.4 += tensor.bytes;
+            }
+        }
+        Ok(counts)
+    }
+}
+
 /// Walks `named_modules` (`(path, module)` pairs, a module listed under each of its paths).
 ///
-/// Returns the own `(parameters, trainable parameters, buffer elements)` of every module, in
-/// the order modules are first listed, and the totals when every parameter and buffer is a
-/// distinct tensor with its own non-null storage (`None` otherwise: the caller works out
-/// what is shared, by name, and adds up the distinct tensors with [`storage_totals`]).
+/// Returns the own parameters and buffers of every module, in the order modules are first
+/// listed, and the totals when every parameter and buffer is a distinct tensor with its own
+/// non-null storage (`None` otherwise: the caller works out what is shared, by name, and adds
+/// up the distinct tensors with [`storage_totals`]).
 #[pyfunction]
-#[allow(clippy::type_complexity)]
 fn walk_storage<'py>(
     py: Python<'py>,
     named_modules: &Bound<'py, PyList>,
-) -> PyResult<(Vec<(u64, u64, u64)>, Option<Totals<'py>>)> {
+) -> PyResult<(OwnStorage, Option<Totals<'py>>)> {
     let mut seen_modules: HashSet<usize> = HashSet::new();
     let mut own = Vec::new();
     let mut seen_tensors: HashSet<usize> = HashSet::new();
@@ -102,7 +149,7 @@ fn walk_storage<'py>(
             distinct = false; // its tensors are listed again
             continue;
         }
-        let mut counts = (0_u64, 0_u64, 0_u64);
+        let mut tensors = Vec::new();
         for (parameter, name) in [
             (true, intern!(py, "_parameters")),
             (false, intern!(py, "_buffers")),
@@ -117,14 +164,18 @@ fn walk_storage<'py>(
                     continue;
                 }
                 let (elements, trainable) = count(&tensor, parameter)?;
-                if parameter {
-                    counts.0 += elements;
-                    if trainable {
-                        counts.1 += elements;
-                    }
-                } else {
-                    counts.2 += elements;
-                }
+                let bytes = elements.saturating_mul(
+                    tensor
+                        .call_method0(intern!(py, "element_size"))?
+                        .extract::<u64>()?,
+                );
+                tensors.push(OwnTensor {
+                    identity: tensor.as_ptr() as usize,
+                    elements,
+                    bytes,
+                    parameter,
+                    trainable,
+                });
                 if !distinct {
                     continue;
                 }
@@ -141,17 +192,18 @@ fn walk_storage<'py>(
                     distinct = false;
                     continue;
                 }
-                sums.add(&tensor, elements, parameter, trainable)?;
+                sums.add(&tensor, elements, bytes, parameter, trainable)?;
             }
         }
-        own.push(counts);
+        own.push(tensors);
     }
-    Ok((own, distinct.then(|| sums.totals())))
+    Ok((OwnStorage { modules: own }, distinct.then(|| sums.totals())))
 }
 
 /// The storage totals of distinct `parameters` and `buffers` (tensors).
 #[pyfunction]
 fn storage_totals<'py>(
+    py: Python<'py>,
     parameters: &Bound<'py, PyList>,
     buffers: &Bound<'py, PyList>,
 ) -> PyResult<Totals<'py>> {
@@ -159,14 +211,20 @@ fn storage_totals<'py>(
     for (parameter, tensors) in [(true, parameters), (false, buffers)] {
         for tensor in tensors.iter() {
             let (elements, trainable) = count(&tensor, parameter)?;
-            sums.add(&tensor, elements, parameter, trainable)?;
+            let bytes = elements.saturating_mul(
+                tensor
+                    .call_method0(intern!(py, "element_size"))?
+                    .extract::<u64>()?,
+            );
+            sums.add(&tensor, elements, bytes, parameter, trainable)?;
         }
     }
     Ok(sums.totals())
 }
 
-/// Adds [`walk_storage`] and [`storage_totals`] to the module.
+/// Adds [`OwnStorage`], [`walk_storage`] and [`storage_totals`] to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<OwnStorage>()?;
     module.add_function(wrap_pyfunction!(walk_storage, module)?)?;
     module.add_function(wrap_pyfunction!(storage_totals, module)?)
 }

@@ -182,7 +182,7 @@ fn diff_prints_the_text_summary_of_the_comparison() {
     );
     assert!(
         text.contains(
-            "    0 #0 (Conv2d): output, parameters, trainable_parameters, flops, macs, dmas\n"
+            "    0 #0 (Conv2d): output, parameters.trainable, parameters.bytes, metrics.module_flops, metrics.macs, metrics.dmas\n"
         ),
         "{text}"
     );

@@ -424,8 +424,16 @@ fn analysis_page(page: &mut Page, report: &AnalysisReport) {
                 "Inputs",
                 report
                     .inputs
+                    .args
                     .iter()
                     .map(shape_text)
+                    .chain(
+                        report
+                            .inputs
+                            .kwargs
+                            .iter()
+                            .map(|(name, meta)| format!("{name}={}", shape_text(meta))),
+                    )
                     .collect::<Vec<_>>()
                     .join(", "),
             ),
@@ -449,10 +457,10 @@ fn analysis_page(page: &mut Page, report: &AnalysisReport) {
         .iter()
         .map(|layer| {
             let share = root_flops.and_then(|root| {
-                layer
-                    .flops
+                let flops = &layer.metrics.module_flops;
+                flops
                     .value
-                    .or(layer.flops.known_value)
+                    .or(flops.known_value)
                     .map(|v| (v / root * 100.0).clamp(0.0, 100.0))
             });
             Row {
@@ -461,8 +469,8 @@ fn analysis_page(page: &mut Page, report: &AnalysisReport) {
                     display_path(&layer.path),
                     layer.type_name.clone(),
                     shape_text(&layer.output),
-                    count(layer.parameters),
-                    metric_cell(&layer.flops),
+                    count(layer.parameters.trainable + layer.parameters.frozen),
+                    metric_cell(&layer.metrics.module_flops),
                 ],
                 bar: share.map(|s| format!("{s:.1}")),
             }

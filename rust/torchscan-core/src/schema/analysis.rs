@@ -3,9 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{
-    Context, Diagnostic, MetricResult, MetricStatus, NamedValueMeta, SchemaVersionV1, ValueMeta,
-};
+use std::collections::BTreeMap;
+
+use super::common::{Context, Diagnostic, MetricResult, MetricStatus, SchemaVersionV1, ValueMeta};
 use super::flops::OperatorFlops;
 
 kind_tag!(AnalysisKind, "analysis");
@@ -68,7 +68,85 @@ pub struct ReceptiveField {
     pub reason: Option<String>,
 }
 
+/// The arguments of a call: positional and keyword, as metadata.
+///
+/// The layout is torchscan 0.2's (`input["args"]`, `input["kwargs"]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallArguments {
+    /// Positional arguments' metadata, in order.
+    pub args: Vec<ValueMeta>,
+    /// Keyword arguments' metadata, by name.
+    #[serde(default)]
+    pub kwargs: BTreeMap<String, ValueMeta>,
+}
+
+/// Where the model's inputs came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InputSource {
+    /// Random tensors of the shapes given as `input_shape`, with a batch of one.
+    Generated,
+    /// The caller's `args` and `kwargs`.
+    Provided,
+}
+
+/// The model's inputs: where they came from and their metadata.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ModelInputs {
+    /// `generated` (from `input_shape`) or `provided` (`args` and `kwargs`).
+    pub source: InputSource,
+    /// Positional inputs' metadata, in order.
+    pub args: Vec<ValueMeta>,
+    /// Keyword inputs' metadata, by name.
+    #[serde(default)]
+    pub kwargs: BTreeMap<String, ValueMeta>,
+}
+
+/// A layer's own parameters: counted at the first layer that holds them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LayerParameters {
+    /// Elements of the module's own parameters that require grad, not counted at an earlier layer.
+    pub trainable: u64,
+    /// Elements of the module's own parameters that do not require grad, not counted earlier.
+    pub frozen: u64,
+    /// Bytes of those parameters.
+    pub bytes: u64,
+    /// Whether some of the module's own parameters were counted at an earlier layer (another
+    /// module holding the same tensor, or an earlier call of this module).
+    pub shared: bool,
+}
+
+/// A layer's own buffers: counted at the first layer that holds them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LayerBuffers {
+    /// Elements of the module's own buffers not counted at an earlier layer.
+    pub elements: u64,
+    /// Bytes of those buffers.
+    pub bytes: u64,
+    /// Whether some of the module's own buffers were counted at an earlier layer.
+    pub shared: bool,
+}
+
+/// A layer's module estimates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LayerMetrics {
+    /// Module FLOP estimate for this call (unit `FLOPs`).
+    pub module_flops: MetricResult,
+    /// Module multiply-accumulate estimate for this call (unit `MACs`).
+    pub macs: MetricResult,
+    /// Module memory-access estimate for this call (unit `DMAs`).
+    pub dmas: MetricResult,
+}
+
 /// One call of one module.
+///
+/// The layout is torchscan 0.2's, so its callers keep reading `layer["type"]`,
+/// `layer["parameters"]["trainable"]` or `layer["metrics"]["macs"]["value"]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Layer {
@@ -76,26 +154,23 @@ pub struct Layer {
     pub path: String,
     /// 0 for the module's first call, 1 for its second, ...
     pub call_index: u64,
+    /// The last component of `path`; for the root, its class name in lower case.
+    pub name: String,
     /// Nesting depth: 0 for the root, otherwise the number of components of `path`.
     pub depth: u64,
     /// The module's class name.
+    #[serde(rename = "type")]
     pub type_name: String,
-    /// Positional inputs' metadata.
-    pub inputs: Vec<ValueMeta>,
+    /// What the call received.
+    pub input: CallArguments,
     /// Output metadata.
     pub output: ValueMeta,
-    /// The module's own parameter elements (not its children's); counted on its first call only.
-    pub parameters: u64,
-    /// The module's own trainable parameter elements; counted on its first call only.
-    pub trainable_parameters: u64,
-    /// The module's own buffer elements; counted on its first call only.
-    pub buffers: u64,
-    /// Module FLOP estimate for this call (unit `FLOPs`).
-    pub flops: MetricResult,
-    /// Module multiply-accumulate estimate for this call (unit `MACs`).
-    pub macs: MetricResult,
-    /// Module memory-access estimate for this call (unit `DMAs`).
-    pub dmas: MetricResult,
+    /// The module's own parameters (not its children's), counted once.
+    pub parameters: LayerParameters,
+    /// The module's own buffers (not its children's), counted once.
+    pub buffers: LayerBuffers,
+    /// Module estimates for this call.
+    pub metrics: LayerMetrics,
     /// Receptive field at this layer's output.
     pub receptive_field: ReceptiveField,
 }
@@ -114,11 +189,8 @@ pub struct AnalysisReport {
     pub diagnostics: Vec<Diagnostic>,
     /// `full` or `structure`.
     pub mode: AnalysisMode,
-    /// Positional inputs' metadata.
-    pub inputs: Vec<ValueMeta>,
-    /// Keyword inputs' metadata.
-    #[serde(default)]
-    pub input_kwargs: Vec<NamedValueMeta>,
+    /// The model's inputs.
+    pub inputs: ModelInputs,
     /// Model-wide totals.
     pub totals: AnalysisTotals,
     /// Every module call, in call order.

@@ -127,10 +127,13 @@ pub(super) fn summarize_analysis(
             [
                 truncate(&format!("{indent}{name}{call} ({})", layer.type_name), 48),
                 truncate(&shape_text(&layer.output), 28),
-                group_thousands(layer.parameters as f64, 0),
-                group_thousands(layer.trainable_parameters as f64, 0),
-                metric_cell(&layer.flops),
-                metric_cell(&layer.macs),
+                group_thousands(
+                    (layer.parameters.trainable + layer.parameters.frozen) as f64,
+                    0,
+                ),
+                group_thousands(layer.parameters.trainable as f64, 0),
+                metric_cell(&layer.metrics.module_flops),
+                metric_cell(&layer.metrics.macs),
             ]
         })
         .collect();

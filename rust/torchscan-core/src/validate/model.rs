@@ -4,9 +4,9 @@ use super::{
     Checker, approx_equal, check_metric, check_value_meta, check_value_metas, has_diagnostic,
 };
 use crate::schema::analysis::{AnalysisMode, AnalysisReport, Layer, ReceptiveField};
-use crate::schema::common::{Diagnostic, DiagnosticCode, MetricResult, MetricStatus};
+use crate::schema::common::{Diagnostic, DiagnosticCode, MetricResult, MetricStatus, ValueMeta};
 use crate::schema::flops::{FlopReport, OperatorFlops};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn check_operator_flops(
     c: &mut Checker,
@@ -188,8 +188,31 @@ fn check_receptive_field(c: &mut Checker, field: &ReceptiveField) {
     });
 }
 
+/// Positional and keyword arguments' metadata; every keyword is a non-empty name.
+fn check_arguments(c: &mut Checker, args: &[ValueMeta], kwargs: &BTreeMap<String, ValueMeta>) {
+    check_value_metas(c, "args", args);
+    c.at("kwargs", |c| {
+        for (name, meta) in kwargs {
+            if name.is_empty() {
+                c.problem("a keyword argument has an empty name");
+            }
+            c.at(name, |c| check_value_meta(c, meta));
+        }
+    });
+}
+
 fn check_layer(c: &mut Checker, layer: &Layer, mode: AnalysisMode) {
-    c.non_empty("type_name", &layer.type_name);
+    c.non_empty("type", &layer.type_name);
+    match layer.path.rsplit('.').next() {
+        Some(last) if !layer.path.is_empty() && layer.name != last => c.problem_at(
+            "name",
+            format!(
+                "must be `{last}`, the last component of path `{}`",
+                layer.path
+            ),
+        ),
+        _ => c.non_empty("name", &layer.name),
+    }
     let expected_depth = if layer.path.is_empty() {
         0
     } else {
@@ -206,26 +229,37 @@ fn check_layer(c: &mut Checker, layer: &Layer, mode: AnalysisMode) {
             ),
         );
     }
-    if layer.trainable_parameters > layer.parameters {
-        c.problem_at("trainable_parameters", "cannot exceed parameters");
+    if layer.parameters.bytes == 0 && layer.parameters.trainable + layer.parameters.frozen > 0 {
+        c.at("parameters", |c| {
+            c.problem_at("bytes", "parameters with elements take bytes")
+        });
     }
-    check_value_metas(c, "inputs", &layer.inputs);
+    if layer.buffers.bytes == 0 && layer.buffers.elements > 0 {
+        c.at("buffers", |c| {
+            c.problem_at("bytes", "buffers with elements take bytes")
+        });
+    }
+    c.at("input", |c| {
+        check_arguments(c, &layer.input.args, &layer.input.kwargs)
+    });
     c.at("output", |c| check_value_meta(c, &layer.output));
-    for (key, metric, unit) in [
-        ("flops", &layer.flops, "FLOPs"),
-        ("macs", &layer.macs, "MACs"),
-        ("dmas", &layer.dmas, "DMAs"),
-    ] {
-        check_metric(c, key, metric, Some(unit));
-        if mode == AnalysisMode::Structure && metric.status != MetricStatus::Unavailable {
-            c.at(key, |c| {
-                c.problem_at(
-                    "status",
-                    "structure mode computes no estimates: unavailable (not requested)",
-                )
-            });
+    c.at("metrics", |c| {
+        for (key, metric, unit) in [
+            ("module_flops", &layer.metrics.module_flops, "FLOPs"),
+            ("macs", &layer.metrics.macs, "MACs"),
+            ("dmas", &layer.metrics.dmas, "DMAs"),
+        ] {
+            check_metric(c, key, metric, Some(unit));
+            if mode == AnalysisMode::Structure && metric.status != MetricStatus::Unavailable {
+                c.at(key, |c| {
+                    c.problem_at(
+                        "status",
+                        "structure mode computes no estimates: unavailable (not requested)",
+                    )
+                });
+            }
         }
-    }
+    });
     check_receptive_field(c, &layer.receptive_field);
 }
 
@@ -248,14 +282,8 @@ fn check_count_metric(c: &mut Checker, key: &str, metric: &MetricResult) {
 }
 
 pub(super) fn check_analysis(c: &mut Checker, report: &AnalysisReport) {
-    check_value_metas(c, "inputs", &report.inputs);
-    c.at("input_kwargs", |c| {
-        for (index, entry) in report.input_kwargs.iter().enumerate() {
-            c.at_index(index, |c| {
-                c.non_empty("name", &entry.name);
-                c.at("value", |c| check_value_meta(c, &entry.value));
-            });
-        }
+    c.at("inputs", |c| {
+        check_arguments(c, &report.inputs.args, &report.inputs.kwargs)
     });
     let totals = &report.totals;
     c.at("totals", |c| {
