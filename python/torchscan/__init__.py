@@ -7,6 +7,7 @@ method and scope. Reports follow schema version 1 (``docs/report-schema.md``).
 from __future__ import annotations
 
 from . import _core
+from ._metrics import metric_result
 from .check import check_outputs
 from .compare import compare_benchmarks, compare_reports
 from .crawl import crawl_module, summary
@@ -29,6 +30,8 @@ from .reports import (
     Context,
     Diagnostic,
     FlopReport,
+    Layer,
+    LayerReport,
     MetricResult,
     OutputCheck,
     PeakMemoryReport,
@@ -57,6 +60,8 @@ __all__ = [
     "IncompleteAnalysisError",
     "IncompleteMeasurementError",
     "InvalidArgumentError",
+    "Layer",
+    "LayerReport",
     "MetricResult",
     "OperatorFlopCounter",
     "OutputCheck",
@@ -77,6 +82,7 @@ __all__ = [
     "measure_flops",
     "measure_peak_memory",
     "measure_workload",
+    "metric_result",
     "render_report",
     "summary",
     "validate_report",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .reports import MetricResult
 
-__all__ = ["complete", "partial", "unavailable", "weaker_status"]
+__all__ = ["complete", "metric_result", "partial", "unavailable", "weaker_status"]
 
 _ORDER = {"complete": 0, "partial": 1, "unavailable": 2}
 
@@ -52,3 +52,74 @@ def unavailable(unit: str, scope: str, method: str, reason: str) -> MetricResult
 def weaker_status(*statuses: str) -> str:
     """The weakest of ``statuses`` (``unavailable`` < ``partial`` < ``complete``)."""
     return max(statuses, key=_ORDER.__getitem__, default="complete")
+
+
+#: The reason a partial or unavailable metric built by :func:`metric_result` gets when its
+#: caller gives none.
+NO_REASON_GIVEN = "no reason given"
+
+
+def metric_result(
+    *,
+    status: str,
+    unit: str,
+    scope: str,
+    method: str,
+    value: float | None = None,
+    known_value: float | None = None,
+    reason: str | None = None,
+) -> MetricResult:
+    """A ``MetricResult`` for your own numbers, with its status invariant enforced.
+
+    torchscan 0.2's builder, keyword for keyword, plus ``reason``:
+
+    - ``complete`` needs ``value`` (``known_value``, if given, must equal it) and no ``reason``;
+    - ``partial`` needs ``known_value``, the lower bound; ``value`` must be ``None``;
+    - ``unavailable`` takes neither number.
+
+    A partial or unavailable metric without a ``reason`` gets ``"no reason given"``. Raises
+    :class:`~torchscan.InvalidArgumentError` (a ``ValueError``) for any other combination, an
+    unknown status, a non-finite number or an empty unit, scope or method.
+    """
+    from math import isfinite
+
+    from .errors import InvalidArgumentError
+
+    for name, text in (("unit", unit), ("scope", scope), ("method", method)):
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidArgumentError(f"{name} must be a non-empty string, got {text!r}")
+    numbers: dict[str, float | None] = {}
+    for name, number in (("value", value), ("known_value", known_value)):
+        if number is not None:
+            if isinstance(number, bool) or not isinstance(number, (int, float)):
+                raise InvalidArgumentError(f"{name} must be a number or None, got {number!r}")
+            if not isfinite(number):
+                raise InvalidArgumentError(f"{name} must be finite, got {number!r}")
+            number = float(number)
+        numbers[name] = number
+    value, known_value = numbers["value"], numbers["known_value"]
+    if status == "complete":
+        if value is None:
+            raise InvalidArgumentError("a complete metric needs a value")
+        if known_value is not None and known_value != value:
+            raise InvalidArgumentError(
+                f"a complete metric's known_value equals its value ({value}), got {known_value}"
+            )
+        if reason is not None:
+            raise InvalidArgumentError("a complete metric has no reason")
+        return complete(value, unit, scope, method)
+    if reason is not None and (not isinstance(reason, str) or not reason.strip()):
+        raise InvalidArgumentError(f"reason must be a non-empty string or None, got {reason!r}")
+    if status == "partial":
+        if known_value is None:
+            raise InvalidArgumentError("a partial metric needs known_value, its lower bound")
+        if value is not None:
+            raise InvalidArgumentError("a partial metric has no value; give known_value only")
+        return partial(known_value, unit, scope, method, reason or NO_REASON_GIVEN)
+    if status == "unavailable":
+        if value is not None or known_value is not None:
+            raise InvalidArgumentError("an unavailable metric has neither value nor known_value")
+        return unavailable(unit, scope, method, reason or NO_REASON_GIVEN)
+    raise InvalidArgumentError(
+        f"status must be 'complete', 'partial' or 'unavailable', got {status!r}"
+    )
