@@ -146,9 +146,37 @@ def test_layers_keep_torchscan_02s_layout() -> None:
     assert relu["buffers"] == {"elements": 0, "bytes": 0, "shared": False}
     assert conv["metrics"]["module_flops"]["value"] == 4 * 6 * 6 * (2 * 27 - 1)  # no bias
     assert conv["metrics"]["macs"]["value"] == 4 * 6 * 6 * 27
-    assert set(conv["metrics"]) == {"module_flops", "macs", "dmas"}
+    assert set(conv["metrics"]) == {
+        "module_flops",
+        "macs",
+        "dmas",
+        "receptive_field",
+        "effective_stride",
+        "effective_padding",
+    }
+    assert conv["metrics"]["receptive_field"]["value"] == 3.0
     assert root["metrics"]["macs"]["value"] == report["totals"]["macs"]["value"]
     assert torchscan.validate_report(report) == "analysis"
+
+
+def test_the_receptive_field_is_also_one_number_where_every_dimension_agrees() -> None:
+    # torchscan 0.2 read `metrics["receptive_field"]["value"]`; the per-dimension field stays.
+    model = nn.Sequential(nn.Conv2d(3, 4, (3, 5)), nn.Conv2d(4, 4, 3, stride=2, padding=1))
+    report = crawl_module(model, (3, 16, 16))
+    first, second = report["layers"][1], report["layers"][2]
+    assert second["receptive_field"]["size"] == [5.0, 7.0]
+    numbers = {key: second["metrics"][key] for key in ("receptive_field", "effective_stride")}
+    assert numbers["receptive_field"]["status"] == "unavailable"
+    assert "differs by spatial dimension" in numbers["receptive_field"]["reason"]
+    assert numbers["effective_stride"]["value"] == 2.0
+    assert first["metrics"]["effective_padding"]["value"] == 0.0
+    square = crawl_module(nn.Sequential(nn.Conv2d(3, 4, 3), nn.MaxPool2d(2)), (3, 8, 8))
+    pool = square["layers"][2]["metrics"]
+    assert (pool["receptive_field"]["value"], pool["effective_stride"]["value"]) == (4.0, 2.0)
+    assert pool["receptive_field"]["unit"] == "count"
+    structure = crawl_module(model, (3, 16, 16), mode="structure")
+    assert structure["layers"][1]["metrics"]["receptive_field"]["reason"] == "not requested"
+    assert torchscan.validate_report(report) == torchscan.validate_report(square) == "analysis"
 
 
 class _Gate(nn.Module):

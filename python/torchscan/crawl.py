@@ -367,8 +367,8 @@ class _Recorder:
     hooks, leaves PyTorch's fused inference paths on. Models holding modules that cannot be
     wrapped (scripted, replicated or compiled) get two process-wide forward hooks instead,
     filtered to the model's modules. Either way the call records the positional and keyword
-    arguments its ``forward`` received and what it returned, also when it raised. Once the forward is over,
-    ``_core.assemble`` builds the report's layers from the records.
+    arguments its ``forward`` received and what it returned, also when it raised. Once the
+    forward is over, ``_core.assemble`` builds the report's layers from the records.
     """
 
     def __init__(self, named_modules: list[tuple[str, Any]], log: list[Any] | None) -> None:

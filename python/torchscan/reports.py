@@ -349,11 +349,14 @@ class LayerBuffers(TypedDict):
 
 
 class LayerMetrics(TypedDict):
-    """A layer's module estimates."""
+    """A layer's module estimates, and its receptive field as single numbers."""
 
     module_flops: MetricResult
     macs: MetricResult
     dmas: MetricResult
+    receptive_field: MetricResult
+    effective_stride: MetricResult
+    effective_padding: MetricResult
 
 
 class Layer(TypedDict):

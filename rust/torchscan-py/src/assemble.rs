@@ -69,8 +69,91 @@ static PARAMETERS: Template = Template::new(&["trainable", "frozen", "bytes", "s
 /// The keys of a layer's own buffers.
 static BUFFERS: Template = Template::new(&["elements", "bytes", "shared"]);
 
-/// The keys of a layer's module estimates.
-static METRICS: Template = Template::new(&["module_flops", "macs", "dmas"]);
+/// The keys of a layer's metrics.
+static METRICS: Template = Template::new(&[
+    "module_flops",
+    "macs",
+    "dmas",
+    "receptive_field",
+    "effective_stride",
+    "effective_padding",
+]);
+
+/// Scope and method of a layer's receptive field as single numbers.
+const FIELD_SCOPE: &str = "receptive field at this call's output, in elements of the model input";
+const FIELD_METHOD: &str = "receptive-field replay along convolution and pooling chains";
+
+/// A layer's receptive field, effective stride and padding as single numbers, from its
+/// per-dimension `field`: complete when every spatial dimension has the same, else unavailable.
+fn field_numbers<'py>(
+    py: Python<'py>,
+    field: &Bound<'py, PyDict>,
+    metrics: &Bound<'py, PyDict>,
+) -> PyResult<()> {
+    let (unit, scope, method) = (
+        intern!(py, "count"),
+        intern!(py, FIELD_SCOPE),
+        intern!(py, FIELD_METHOD),
+    );
+    let status: String = match field.get_item(intern!(py, "status"))? {
+        Some(status) => status.extract()?,
+        None => return Err(PyValueError::new_err("a receptive field without a status")),
+    };
+    let reason = |py: Python<'py>| -> PyResult<Bound<'py, PyString>> {
+        let text: String = field
+            .get_item(intern!(py, "reason"))?
+            .map(|reason| reason.extract())
+            .transpose()?
+            .unwrap_or_default();
+        Ok(PyString::new(py, &text))
+    };
+    for (name, key) in [
+        (intern!(py, "receptive_field"), intern!(py, "size")),
+        (intern!(py, "effective_stride"), intern!(py, "stride")),
+        (intern!(py, "effective_padding"), intern!(py, "padding")),
+    ] {
+        let metric = match status.as_str() {
+            "complete" => {
+                let values: Vec<f64> = match field.get_item(key)? {
+                    Some(values) => values.extract()?,
+                    None => Vec::new(),
+                };
+                match values.split_first() {
+                    None => not_computed(
+                        py,
+                        unit,
+                        scope,
+                        method,
+                        intern!(py, "the output has no spatial dimension"),
+                    )?,
+                    Some((first, rest)) if rest.iter().all(|value| value == first) => Metric {
+                        known: *first,
+                        method: method.clone().unbind(),
+                        reason: None,
+                    }
+                    .to_dict(py, unit, scope)?,
+                    Some(_) => not_computed(
+                        py,
+                        unit,
+                        scope,
+                        method,
+                        intern!(
+                            py,
+                            "differs by spatial dimension: receptive_field gives one number per dimension"
+                        ),
+                    )?,
+                }
+            }
+            "partial" => {
+                let text = format!("the receptive field is partial: {}", reason(py)?);
+                not_computed(py, unit, scope, method, &PyString::new(py, &text))?
+            }
+            _ => not_computed(py, unit, scope, method, &reason(py)?)?,
+        };
+        metrics.set_item(name, metric)?;
+    }
+    Ok(())
+}
 
 /// A module estimate: complete, or partial with what is known and why the rest is missing.
 struct Metric {
@@ -114,12 +197,23 @@ fn not_requested<'py>(
     scope: &Bound<'py, PyString>,
     method: &Bound<'py, PyString>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    not_computed(py, unit, scope, method, intern!(py, NOT_REQUESTED))
+}
+
+/// An unavailable metric, and why.
+fn not_computed<'py>(
+    py: Python<'py>,
+    unit: &Bound<'py, PyString>,
+    scope: &Bound<'py, PyString>,
+    method: &Bound<'py, PyString>,
+    reason: &Bound<'py, PyString>,
+) -> PyResult<Bound<'py, PyDict>> {
     let metric = METRIC.dict(py)?; // value and known_value stay None
     metric.set_item(intern!(py, "status"), intern!(py, "unavailable"))?;
     metric.set_item(intern!(py, "unit"), unit)?;
     metric.set_item(intern!(py, "scope"), scope)?;
     metric.set_item(intern!(py, "method"), method)?;
-    metric.set_item(intern!(py, "reason"), intern!(py, NOT_REQUESTED))?;
+    metric.set_item(intern!(py, "reason"), reason)?;
     Ok(metric)
 }
 
@@ -452,12 +546,13 @@ fn assemble<'py>(
             };
             metrics.set_item(name, metric)?;
         }
-        layer.set_item(intern!(py, "metrics"), metrics)?;
         let field = match fields[position].take() {
             Some(field) => field,
             None if full => unavailable(py, intern!(py, "not computed for this call"))?,
             None => unavailable(py, intern!(py, NOT_REQUESTED))?,
         };
+        field_numbers(py, &field, &metrics)?;
+        layer.set_item(intern!(py, "metrics"), metrics)?;
         layer.set_item(intern!(py, "receptive_field"), field)?;
         layers.append(layer)?;
     }

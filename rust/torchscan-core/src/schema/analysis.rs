@@ -131,7 +131,7 @@ pub struct LayerBuffers {
     pub shared: bool,
 }
 
-/// A layer's module estimates.
+/// A layer's module estimates, and its receptive field as single numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LayerMetrics {
@@ -141,6 +141,13 @@ pub struct LayerMetrics {
     pub macs: MetricResult,
     /// Module memory-access estimate for this call (unit `DMAs`).
     pub dmas: MetricResult,
+    /// The receptive field size (unit `count`): complete when every spatial dimension has the
+    /// same, else unavailable (the layer's `receptive_field` has one per dimension).
+    pub receptive_field: MetricResult,
+    /// The effective stride (unit `count`), as `receptive_field`.
+    pub effective_stride: MetricResult,
+    /// The effective padding (unit `count`), as `receptive_field`.
+    pub effective_padding: MetricResult,
 }
 
 /// One call of one module.

@@ -244,6 +244,27 @@ fn check_layer(c: &mut Checker, layer: &Layer, mode: AnalysisMode) {
     });
     c.at("output", |c| check_value_meta(c, &layer.output));
     c.at("metrics", |c| {
+        let field = &layer.receptive_field;
+        for (key, metric, per_dimension) in [
+            ("receptive_field", &layer.metrics.receptive_field, &field.size),
+            ("effective_stride", &layer.metrics.effective_stride, &field.stride),
+            ("effective_padding", &layer.metrics.effective_padding, &field.padding),
+        ] {
+            check_metric(c, key, metric, Some("count"));
+            let Some(value) = metric.value else { continue };
+            let agrees = field.status == MetricStatus::Complete
+                && per_dimension
+                    .as_ref()
+                    .is_some_and(|values| !values.is_empty() && values.iter().all(|v| *v == value));
+            if !agrees {
+                c.at(key, |c| {
+                    c.problem_at(
+                        "value",
+                        "a single number is given only when the complete receptive_field has it for every spatial dimension",
+                    )
+                });
+            }
+        }
         for (key, metric, unit) in [
             ("module_flops", &layer.metrics.module_flops, "FLOPs"),
             ("macs", &layer.metrics.macs, "MACs"),
