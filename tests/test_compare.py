@@ -88,7 +88,9 @@ def test_a_widened_model_changes_totals_and_layers() -> None:
     assert flops["status"] == "complete"
     assert flops["delta"] == 403_360
     assert total(diff, "operator_flops")["after"] == 777_920
-    assert diff["layers"]["added"] == [{"path": "5", "call_index": 0, "type_name": "Identity"}]
+    assert [(layer["path"], layer["type_name"]) for layer in diff["layers"]["added"]] == [
+        ("5", "Identity")
+    ]
     assert diff["layers"]["removed"] == []
     assert [layer["path"] for layer in diff["layers"]["changed"]] == ["0", "1", "2", "3", "4"]
     conv = diff["layers"]["changed"][0]
@@ -99,6 +101,14 @@ def test_a_widened_model_changes_totals_and_layers() -> None:
     }
     assert {"field": "parameters.trainable", "before": "224", "after": "448"} in conv["changes"]
     assert {"field": "parameters.bytes", "before": "896", "after": "1,792"} in conv["changes"]
+    # torchscan 0.2's layout: each changed metric with both sides and, when complete, the delta.
+    flops_change = conv["metrics"]["module_flops"]
+    assert (flops_change["status"], flops_change["delta"]) == ("complete", 388_800)
+    assert flops_change["before"]["value"] == 388_800 and flops_change["after"]["value"] == 777_600
+    assert set(conv["metrics"]) == {"module_flops", "macs", "dmas"}
+    assert diff["layers"]["changed"][3]["metrics"] == {}  # Flatten: only shapes changed
+    added = diff["layers"]["added"][0]
+    assert added["metrics"]["module_flops"]["value"] == 0.0
     [structure] = diff["diagnostics"]
     assert (structure["code"], structure["severity"]) == ("structure_changed", "info")
 

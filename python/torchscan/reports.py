@@ -37,6 +37,7 @@ __all__ = [
     "LayerBuffers",
     "LayerChange",
     "LayerChanges",
+    "LayerMetricDelta",
     "LayerMetrics",
     "LayerParameters",
     "LayerRef",
@@ -612,11 +613,21 @@ class TotalDelta(TypedDict):
 
 
 class LayerRef(TypedDict):
-    """A layer named by its identity."""
+    """A layer named by its identity, with its metrics."""
 
     path: str
     call_index: int
     type_name: str
+    metrics: NotRequired[LayerMetrics | None]
+
+
+class LayerMetricDelta(TypedDict):
+    """The change of one layer metric: both sides and, when both are complete, the delta."""
+
+    status: MetricStatus
+    delta: float | None
+    before: MetricResult
+    after: MetricResult
 
 
 class FieldChange(TypedDict):
@@ -634,6 +645,7 @@ class LayerChange(TypedDict):
     call_index: int
     type_name: str
     changes: list[FieldChange]
+    metrics: dict[str, LayerMetricDelta]
 
 
 class LayerChanges(TypedDict):

@@ -11,7 +11,10 @@
 //!   the report after, `layers.removed` only in the report before, and `layers.changed` are in both
 //!   with at least one differing field among `type`, `input`, `output`, `parameters.trainable`,
 //!   `parameters.frozen`, `parameters.bytes`, `buffers.elements`, `buffers.bytes`,
-//!   `metrics.module_flops`, `metrics.macs` and `metrics.dmas` (listed in that order).
+//!   `metrics.module_flops`, `metrics.macs`, `metrics.dmas`, `metrics.receptive_field`,
+//!   `metrics.effective_stride` and `metrics.effective_padding` (listed in that order). A
+//!   changed layer's `metrics` gives each changed metric's two sides and, when both are
+//!   complete, its delta; added and removed layers carry their metrics (torchscan 0.2's layout).
 //!   Added and changed layers follow the order of the report after; removed layers the order of
 //!   the report before.
 //! - **Refusals** ([`CompareError`]): both reports must be `analysis` reports of one schema version,
@@ -27,13 +30,13 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::problem::Problem;
-use crate::schema::analysis::{AnalysisMode, AnalysisReport, CallArguments, Layer};
+use crate::schema::analysis::{AnalysisMode, AnalysisReport, CallArguments, Layer, LayerMetrics};
 use crate::schema::common::{
     Context, Diagnostic, DiagnosticCode, MetricResult, MetricStatus, Severity, ValueMeta,
 };
 use crate::schema::diff::{
-    DiffSide, FieldChange, LayerChange, LayerChanges, LayerRef, ReportDiffKind, ReportDiffReport,
-    TotalDelta,
+    DiffSide, FieldChange, LayerChange, LayerChanges, LayerMetricDelta, LayerRef, ReportDiffKind,
+    ReportDiffReport, TotalDelta,
 };
 use crate::schema::{Report, ReportKind};
 use crate::summary::group_thousands;
@@ -605,20 +608,66 @@ fn layer_changes(before: &Layer, after: &Layer) -> Vec<FieldChange> {
             push(field, (count_text(b), count_text(a)));
         }
     }
-    for (field, b, a) in [
-        (
-            "metrics.module_flops",
-            &before.metrics.module_flops,
-            &after.metrics.module_flops,
-        ),
-        ("metrics.macs", &before.metrics.macs, &after.metrics.macs),
-        ("metrics.dmas", &before.metrics.dmas, &after.metrics.dmas),
-    ] {
+    for (name, b, a) in layer_metrics(&before.metrics, &after.metrics) {
         if metric_key(b) != metric_key(a) {
-            push(field, (metric_text(b), metric_text(a)));
+            push(&format!("metrics.{name}"), (metric_text(b), metric_text(a)));
         }
     }
     changes
+}
+
+/// The metrics of a layer on both sides, by name, in the layer's order.
+fn layer_metrics<'a>(
+    before: &'a LayerMetrics,
+    after: &'a LayerMetrics,
+) -> [(&'static str, &'a MetricResult, &'a MetricResult); 6] {
+    [
+        ("module_flops", &before.module_flops, &after.module_flops),
+        ("macs", &before.macs, &after.macs),
+        ("dmas", &before.dmas, &after.dmas),
+        (
+            "receptive_field",
+            &before.receptive_field,
+            &after.receptive_field,
+        ),
+        (
+            "effective_stride",
+            &before.effective_stride,
+            &after.effective_stride,
+        ),
+        (
+            "effective_padding",
+            &before.effective_padding,
+            &after.effective_padding,
+        ),
+    ]
+}
+
+/// The layer metrics whose status or numbers changed, each with both sides and, when both are
+/// complete, the delta (torchscan 0.2's `metrics` of a changed layer).
+fn metric_deltas(before: &Layer, after: &Layer) -> BTreeMap<String, LayerMetricDelta> {
+    layer_metrics(&before.metrics, &after.metrics)
+        .into_iter()
+        .filter(|(_, b, a)| metric_key(b) != metric_key(a))
+        .map(|(name, b, a)| {
+            let delta = match (complete_value(b), complete_value(a)) {
+                (Some(b), Some(a)) => Some(a - b),
+                _ => None,
+            };
+            let status = match (delta, b.status.weaker(a.status)) {
+                // A complete side without a value (invalid input through the typed API).
+                (None, MetricStatus::Complete) => MetricStatus::Unavailable,
+                (_, status) => status,
+            };
+            let delta_entry = LayerMetricDelta {
+                status,
+                delta,
+                before: b.clone(),
+                after: a.clone(),
+            };
+            (name.to_owned(), delta_entry)
+        })
+        .collect()
 }
 
 fn layer_ref(layer: &Layer) -> LayerRef {
@@ -626,6 +675,7 @@ fn layer_ref(layer: &Layer) -> LayerRef {
         path: layer.path.clone(),
         call_index: layer.call_index,
         type_name: layer.type_name.clone(),
+        metrics: Some(layer.metrics.clone()),
     }
 }
 
@@ -659,6 +709,7 @@ fn layers(
                         call_index: layer.call_index,
                         type_name: layer.type_name.clone(),
                         changes,
+                        metrics: metric_deltas(previous, layer),
                     });
                 }
             }

@@ -168,6 +168,32 @@ fn a_widened_model_changes_totals_and_layers() {
             ("metrics.dmas", "201,824 DMAs", "403,648 DMAs"),
         ]
     );
+    let flops = &conv.metrics["module_flops"];
+    assert_eq!(
+        (
+            flops.status,
+            flops.delta,
+            flops.before.value,
+            flops.after.value
+        ),
+        (
+            MetricStatus::Complete,
+            Some(388_800.0),
+            Some(388_800.0),
+            Some(777_600.0)
+        )
+    );
+    let names: Vec<_> = conv.metrics.keys().map(String::as_str).collect();
+    assert_eq!(names, ["dmas", "macs", "module_flops"]);
+    assert!(
+        diff.layers.changed[3].metrics.is_empty(),
+        "Flatten's shapes only"
+    );
+    let added = diff.layers.added[0]
+        .metrics
+        .as_ref()
+        .expect("added layer metrics");
+    assert_eq!(added.module_flops.value, Some(0.0));
     let relu = &diff.layers.changed[1];
     let fields: Vec<_> = relu.changes.iter().map(|c| c.field.as_str()).collect();
     assert_eq!(

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{Context, Diagnostic, MetricStatus, SchemaVersionV1};
+use super::analysis::LayerMetrics;
+use super::common::{Context, Diagnostic, MetricResult, MetricStatus, SchemaVersionV1};
 
 kind_tag!(ReportDiffKind, "report_diff");
 
@@ -38,6 +39,24 @@ pub struct LayerRef {
     pub call_index: u64,
     /// Class name.
     pub type_name: String,
+    /// The layer's metrics, as its report has them (torchscan 0.2's snapshot); absent in diffs
+    /// written without them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<LayerMetrics>,
+}
+
+/// The change of one layer metric, in torchscan 0.2's layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LayerMetricDelta {
+    /// The weaker status of the two sides; the delta is given only when `complete`.
+    pub status: MetricStatus,
+    /// `after.value - before.value`; null unless both sides are complete.
+    pub delta: Option<f64>,
+    /// The metric before.
+    pub before: MetricResult,
+    /// The metric after.
+    pub after: MetricResult,
 }
 
 /// One field of a layer that changed.
@@ -64,6 +83,9 @@ pub struct LayerChange {
     pub type_name: String,
     /// The changed fields (at least one).
     pub changes: Vec<FieldChange>,
+    /// The layer metrics that changed, by name (torchscan 0.2's `metrics`).
+    #[serde(default)]
+    pub metrics: BTreeMap<String, LayerMetricDelta>,
 }
 
 /// The layers of a diff, matched by identity (module path plus call index).

@@ -1,10 +1,10 @@
 //! Invariants of comparisons: output checks, benchmark comparisons and report diffs.
 
 use super::{Checker, has_diagnostic};
-use super::{approx_equal, check_context};
+use super::{approx_equal, check_context, check_metric};
 use crate::schema::common::{DiagnosticCode, MetricStatus, is_known_unit, is_valid_work_unit};
 use crate::schema::comparison::{BenchmarkComparisonReport, CheckStatus, DeltaStatus, Verdict};
-use crate::schema::diff::{LayerRef, ReportDiffReport};
+use crate::schema::diff::{LayerMetricDelta, LayerRef, ReportDiffReport};
 use crate::schema::output_check::OutputCheckReport;
 use std::collections::BTreeSet;
 
@@ -215,12 +215,58 @@ fn status_name(status: DeltaStatus) -> &'static str {
     }
 }
 
+/// A changed layer metric: valid sides, the weaker status of the two, and a delta exactly when
+/// both are complete.
+fn check_layer_metric_delta(c: &mut Checker, delta: &LayerMetricDelta) {
+    check_metric(c, "before", &delta.before, None);
+    check_metric(c, "after", &delta.after, None);
+    if delta.before.unit != delta.after.unit {
+        c.problem_at("after", "both sides of a layer metric have one unit");
+    }
+    let status = delta.before.status.weaker(delta.after.status);
+    if delta.status != status {
+        c.problem_at(
+            "status",
+            format!("must be {}, the weaker of the two sides", status.as_str()),
+        );
+    }
+    match (delta.before.value, delta.after.value, delta.delta) {
+        (Some(before), Some(after), Some(value)) if status == MetricStatus::Complete => {
+            if !approx_equal(value, after - before) {
+                c.problem_at(
+                    "delta",
+                    format!("must equal after.value - before.value ({})", after - before),
+                );
+            }
+        }
+        (_, _, None) if status != MetricStatus::Complete => {}
+        _ => c.problem_at(
+            "delta",
+            "a delta is given exactly when both sides are complete",
+        ),
+    }
+}
+
 fn check_layer_refs(c: &mut Checker, key: &str, layers: &[LayerRef]) {
     c.at(key, |c| {
         let mut identities = BTreeSet::new();
         for (index, layer) in layers.iter().enumerate() {
             c.at_index(index, |c| {
                 c.non_empty("type_name", &layer.type_name);
+                if let Some(metrics) = &layer.metrics {
+                    c.at("metrics", |c| {
+                        for (name, metric, unit) in [
+                            ("module_flops", &metrics.module_flops, "FLOPs"),
+                            ("macs", &metrics.macs, "MACs"),
+                            ("dmas", &metrics.dmas, "DMAs"),
+                            ("receptive_field", &metrics.receptive_field, "count"),
+                            ("effective_stride", &metrics.effective_stride, "count"),
+                            ("effective_padding", &metrics.effective_padding, "count"),
+                        ] {
+                            check_metric(c, name, metric, Some(unit));
+                        }
+                    });
+                }
                 if !identities.insert((layer.path.as_str(), layer.call_index)) {
                     c.problem(format!(
                         "layer `{}` call {} is listed more than once",
@@ -291,6 +337,11 @@ pub(super) fn check_diff(c: &mut Checker, report: &ReportDiffReport) {
                     c.at("changes", |c| {
                         for (index, change) in layer.changes.iter().enumerate() {
                             c.at_index(index, |c| c.non_empty("field", &change.field));
+                        }
+                    });
+                    c.at("metrics", |c| {
+                        for (name, delta) in &layer.metrics {
+                            c.at(name, |c| check_layer_metric_delta(c, delta));
                         }
                     });
                 });
