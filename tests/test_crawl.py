@@ -402,8 +402,12 @@ def test_summary_prints_and_returns_the_report() -> None:
 
 def test_summary_accepts_torchscan_02_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     summary(TinyCNN(), (3, 16, 16), "mid", None, True, False, mode="structure")
-    summary(TinyCNN(), (3, 16, 16), wrap_mode="top", max_depth=1, mode="structure")
-    assert capsys.readouterr().out.count("Analysis of TinyCNN") == 2
+    summary(TinyCNN(), (3, 16, 16), wrap_mode="end", max_depth=1, mode="structure")
+    summary(TinyCNN(), (3, 16, 16), None, mode="structure")
+    assert capsys.readouterr().out.count("Analysis of TinyCNN") == 3
+    # Only torchscan 0.2's values are accepted.
+    with pytest.raises(InvalidArgumentError, match="wrap_mode must be 'mid', 'end' or None"):
+        summary(TinyCNN(), (3, 16, 16), wrap_mode="top", mode="structure")
 
 
 def test_summary_max_depth_hides_deeper_layers() -> None:

@@ -50,7 +50,8 @@ _TEXTS = {
     "path_scope": _PATH_SCOPE,
     "path_method": FLOPS_METHOD,
 }
-_WRAP_MODES = ("top", "mid", "bottom")
+# torchscan 0.2's wrap modes; None turns wrapping off.
+_WRAP_MODES = ("mid", "end")
 
 
 def _check_model(model: Any) -> None:
@@ -753,7 +754,7 @@ def crawl_module(
 def summary(
     model: Any,
     input_shape: Any = None,
-    wrap_mode: str = "mid",
+    wrap_mode: str | None = "mid",
     max_depth: int | None = None,
     receptive_field: bool = False,
     effective_rf_stats: bool = False,
@@ -771,12 +772,16 @@ def summary(
     Takes the arguments of :func:`crawl_module` (``dtype`` by keyword) plus display options:
     ``max_depth`` hides layers nested deeper than that; ``file`` is where the table goes
     (standard output by default). The positional order is torchscan 0.2's, so its callers keep
-    working: ``wrap_mode``, ``receptive_field`` and ``effective_rf_stats`` are accepted; the
-    receptive field is always in the report. With ``strict=True`` the table is printed before
+    working: ``wrap_mode`` (``"mid"``, ``"end"`` or ``None``), ``receptive_field`` and
+    ``effective_rf_stats`` are accepted. The table names each layer by its own name, indented, so
+    there is no dotted path for ``wrap_mode`` to shorten; the receptive field is always in the
+    report. With ``strict=True`` the table is printed before
     :class:`~torchscan.IncompleteAnalysisError` is raised.
     """
-    if wrap_mode not in _WRAP_MODES:
-        raise InvalidArgumentError(f"wrap_mode must be one of {_WRAP_MODES}, got {wrap_mode!r}")
+    if wrap_mode is not None and wrap_mode not in _WRAP_MODES:
+        raise InvalidArgumentError(
+            f"wrap_mode must be 'mid', 'end' or None (torchscan 0.2's values), got {wrap_mode!r}"
+        )
     if max_depth is not None and (
         isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0
     ):
