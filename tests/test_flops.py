@@ -203,6 +203,20 @@ def test_matmul_oracle() -> None:
     assert report["total"] == report["operator_flops"]["total"]
 
 
+def test_the_view_is_repeated_in_torchscan_02s_layout() -> None:
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    x = torch.randn(2, 4)
+    report = measure_flops(lambda: model(x), modules=model)
+    assert report["by_operator"] == {"aten::addmm": 2 * 2 * 4 * 4}
+    assert report["by_module"] == {"": 64.0, "0": 64.0, "1": 0.0}
+    assert report["ignored_operators"]["aten::relu"] == {
+        "calls": 1,
+        "reason": "excluded by convention: elementwise arithmetic and activations",
+    }
+    excluded = report["operator_flops"]["excluded"]
+    assert set(report["ignored_operators"]) == {op["operator"] for op in excluded}
+
+
 def test_lstm_oracle_in_every_grad_mode() -> None:
     lstm = nn.LSTM(10, 20, batch_first=True)
     x = torch.randn(1, 7, 10)

@@ -55,6 +55,17 @@ __all__ = [
     "measure_flops",
 ]
 
+# The reason torchscan 0.2's ``ignored_operators`` give each exclusion class; the validator holds
+# them to the core's (``ExclusionClass::reason``).
+_EXCLUSION_REASONS: dict[str, str] = {
+    "elementwise": "excluded by convention: elementwise arithmetic and activations",
+    "normalization": "excluded by convention: normalisation",
+    "pooling": "excluded by convention: pooling",
+    "reduction": "excluded by convention: reductions",
+    "data_movement": "excluded by convention: data movement and views",
+    "allocation": "excluded by convention: allocation",
+}
+
 #: The ``method`` of every operator-FLOPs metric.
 FLOPS_METHOD = (
     "torch dispatch mode with per-operator FLOP formulas "
@@ -548,6 +559,17 @@ def measure_flops(
         "callable": qualname if isinstance(qualname, str) else None,
         "total": operator_flops["total"].copy(),
         "operator_flops": operator_flops,
+        # torchscan 0.2's layout of the same view, where its callers read it.
+        "by_operator": {op["operator"]: op["flops"] for op in operator_flops["counted"]},
+        "by_module": {
+            entry["path"]: known
+            for entry in sorted(operator_flops["by_module"], key=lambda entry: entry["path"])
+            if (known := entry["flops"]["known_value"]) is not None
+        },
+        "ignored_operators": {
+            op["operator"]: {"calls": op["calls"], "reason": _EXCLUSION_REASONS[op["class"]]}
+            for op in operator_flops["excluded"]
+        },
     }
     # Our own report must be valid; a problem here is a torchscan bug and is raised as such.
     validate_report(report)

@@ -33,6 +33,7 @@ __all__ = [
     "FieldChange",
     "Flags",
     "FlopReport",
+    "IgnoredOperator",
     "Layer",
     "LayerBuffers",
     "LayerChange",
@@ -394,6 +395,13 @@ class AnalysisReport(TypedDict):
     operator_flops: OperatorFlops
 
 
+class IgnoredOperator(TypedDict):
+    """An operator excluded by convention, in torchscan 0.2's ``ignored_operators`` layout."""
+
+    calls: int
+    reason: str
+
+
 class FlopReport(TypedDict):
     """The report of ``measure_flops``; ``total`` repeats ``operator_flops["total"]``."""
 
@@ -404,6 +412,9 @@ class FlopReport(TypedDict):
     callable: str | None
     total: MetricResult
     operator_flops: OperatorFlops
+    by_operator: dict[str, float]
+    by_module: dict[str, float]
+    ignored_operators: dict[str, IgnoredOperator]
 
 
 PassName = Literal["latency", "operator_flops", "tensor_memory", "process_rss", "profiler"]

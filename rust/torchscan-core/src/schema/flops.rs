@@ -1,5 +1,7 @@
 //! The operator FLOPs view: counted, excluded-by-convention and uncounted operators.
 
+use std::collections::BTreeMap;
+
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -49,6 +51,30 @@ pub struct ExcludedOperator {
     pub calls: u64,
     /// The convention that excludes it.
     pub class: ExclusionClass,
+}
+
+impl ExclusionClass {
+    /// Why an operator of this class is not counted, as text.
+    pub fn reason(self) -> &'static str {
+        match self {
+            Self::Elementwise => "excluded by convention: elementwise arithmetic and activations",
+            Self::Normalization => "excluded by convention: normalisation",
+            Self::Pooling => "excluded by convention: pooling",
+            Self::Reduction => "excluded by convention: reductions",
+            Self::DataMovement => "excluded by convention: data movement and views",
+            Self::Allocation => "excluded by convention: allocation",
+        }
+    }
+}
+
+/// An operator excluded by convention, in torchscan 0.2's `ignored_operators` layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct IgnoredOperator {
+    /// How many times it ran.
+    pub calls: u64,
+    /// The convention that excludes it, as text (see [`ExclusionClass::reason`]).
+    pub reason: String,
 }
 
 /// An operator without a formula: the total is partial and a diagnostic names it.
@@ -106,4 +132,13 @@ pub struct FlopReport {
     pub total: MetricResult,
     /// The operator FLOPs view.
     pub operator_flops: OperatorFlops,
+    /// FLOPs of each counted operator, by name: `operator_flops.counted` in torchscan 0.2's
+    /// `by_operator` layout.
+    pub by_operator: BTreeMap<String, f64>,
+    /// Operator FLOPs known for each module path (`known_value`, a lower bound where the
+    /// module's entry is partial): `operator_flops.by_module` in torchscan 0.2's layout.
+    pub by_module: BTreeMap<String, f64>,
+    /// The operators excluded by convention, by name: `operator_flops.excluded` in torchscan
+    /// 0.2's `ignored_operators` layout.
+    pub ignored_operators: BTreeMap<String, IgnoredOperator>,
 }

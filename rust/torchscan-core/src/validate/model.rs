@@ -5,7 +5,7 @@ use super::{
 };
 use crate::schema::analysis::{AnalysisMode, AnalysisReport, Layer, ReceptiveField};
 use crate::schema::common::{Diagnostic, DiagnosticCode, MetricResult, MetricStatus, ValueMeta};
-use crate::schema::flops::{FlopReport, OperatorFlops};
+use crate::schema::flops::{FlopReport, IgnoredOperator, OperatorFlops};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn check_operator_flops(
@@ -413,4 +413,44 @@ pub(super) fn check_flops(c: &mut Checker, report: &FlopReport) {
         &report.operator_flops,
         &report.diagnostics,
     );
+    let view = &report.operator_flops;
+    let by_operator: BTreeMap<String, f64> = view
+        .counted
+        .iter()
+        .map(|op| (op.operator.clone(), op.flops))
+        .collect();
+    if report.by_operator != by_operator {
+        c.problem_at(
+            "by_operator",
+            "must give each operator of operator_flops.counted with its flops, and no other",
+        );
+    }
+    let by_module: BTreeMap<String, f64> = view
+        .by_module
+        .iter()
+        .filter_map(|entry| Some((entry.path.clone(), entry.flops.known_value?)))
+        .collect();
+    if report.by_module != by_module {
+        c.problem_at(
+            "by_module",
+            "must give the known_value of each operator_flops.by_module entry that has one, by path",
+        );
+    }
+    let ignored: BTreeMap<String, IgnoredOperator> = view
+        .excluded
+        .iter()
+        .map(|op| {
+            let entry = IgnoredOperator {
+                calls: op.calls,
+                reason: op.class.reason().to_owned(),
+            };
+            (op.operator.clone(), entry)
+        })
+        .collect();
+    if report.ignored_operators != ignored {
+        c.problem_at(
+            "ignored_operators",
+            "must give each operator of operator_flops.excluded with its calls and its class's reason",
+        );
+    }
 }
