@@ -19,6 +19,7 @@ __all__ = [
     "cli_main",
     "compare_benchmarks_json",
     "compare_reports_json",
+    "exclusion_reasons",
     "format_summary_json",
     "iqr",
     "json_schema",
@@ -63,6 +64,7 @@ def block_timing(
     block_durations_s: list[float], calls_per_block: int
 ) -> tuple[float, float, int, float]: ...
 def cli_main(argv: list[str]) -> int: ...
+def exclusion_reasons() -> list[tuple[str, str]]: ...
 def shape_elements(values: Any, size_type: Any) -> int | None: ...
 def storage_totals(
     parameters: list[Any], buffers: list[Any]

@@ -18,12 +18,14 @@ fast.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from . import _core
 from ._metrics import complete, partial
 from .errors import InvalidArgumentError
 from .reports import (
@@ -54,17 +56,6 @@ __all__ = [
     "OperatorFlopCounter",
     "measure_flops",
 ]
-
-# The reason torchscan 0.2's ``ignored_operators`` give each exclusion class; the validator holds
-# them to the core's (``ExclusionClass::reason``).
-_EXCLUSION_REASONS: dict[str, str] = {
-    "elementwise": "excluded by convention: elementwise arithmetic and activations",
-    "normalization": "excluded by convention: normalisation",
-    "pooling": "excluded by convention: pooling",
-    "reduction": "excluded by convention: reductions",
-    "data_movement": "excluded by convention: data movement and views",
-    "allocation": "excluded by convention: allocation",
-}
 
 #: The ``method`` of every operator-FLOPs metric.
 FLOPS_METHOD = (
@@ -497,6 +488,12 @@ def _single_module(modules: Any) -> Any:
     return modules if isinstance(modules, torch.nn.Module) else None
 
 
+@functools.cache
+def _exclusion_reasons() -> dict[str, str]:
+    """The reason torchscan 0.2's ``ignored_operators`` give each exclusion class (the core's)."""
+    return dict(_core.exclusion_reasons())
+
+
 def measure_flops(
     fn: Callable[[], Any],
     *,
@@ -567,7 +564,7 @@ def measure_flops(
             if (known := entry["flops"]["known_value"]) is not None
         },
         "ignored_operators": {
-            op["operator"]: {"calls": op["calls"], "reason": _EXCLUSION_REASONS[op["class"]]}
+            op["operator"]: {"calls": op["calls"], "reason": _exclusion_reasons()[op["class"]]}
             for op in operator_flops["excluded"]
         },
     }

@@ -85,6 +85,16 @@ fn json_schema() -> String {
     torchscan_core::json_schema_text()
 }
 
+/// Each operator exclusion class's name with the reason reports give it, for example
+/// `("allocation", "excluded by convention: allocation")`.
+#[pyfunction]
+fn exclusion_reasons() -> Vec<(&'static str, &'static str)> {
+    torchscan_core::schema::flops::ExclusionClass::ALL
+        .iter()
+        .map(|class| (class.as_str(), class.reason()))
+        .collect()
+}
+
 /// Median (linear interpolation between order statistics, numpy's default).
 #[pyfunction]
 fn median(values: Vec<f64>) -> PyResult<f64> {
@@ -160,6 +170,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(compare_benchmarks_json, module)?)?;
     module.add_function(wrap_pyfunction!(render_report_json, module)?)?;
     module.add_function(wrap_pyfunction!(json_schema, module)?)?;
+    module.add_function(wrap_pyfunction!(exclusion_reasons, module)?)?;
     module.add_function(wrap_pyfunction!(median, module)?)?;
     module.add_function(wrap_pyfunction!(quantile, module)?)?;
     module.add_function(wrap_pyfunction!(quartiles, module)?)?;

@@ -54,6 +54,28 @@ pub struct ExcludedOperator {
 }
 
 impl ExclusionClass {
+    /// Every class, in declaration order.
+    pub const ALL: [ExclusionClass; 6] = [
+        Self::Elementwise,
+        Self::Normalization,
+        Self::Pooling,
+        Self::Reduction,
+        Self::DataMovement,
+        Self::Allocation,
+    ];
+
+    /// The class's name in reports, for example `data_movement`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Elementwise => "elementwise",
+            Self::Normalization => "normalization",
+            Self::Pooling => "pooling",
+            Self::Reduction => "reduction",
+            Self::DataMovement => "data_movement",
+            Self::Allocation => "allocation",
+        }
+    }
+
     /// Why an operator of this class is not counted, as text.
     pub fn reason(self) -> &'static str {
         match self {
@@ -141,4 +163,18 @@ pub struct FlopReport {
     /// The operators excluded by convention, by name: `operator_flops.excluded` in torchscan
     /// 0.2's `ignored_operators` layout.
     pub ignored_operators: BTreeMap<String, IgnoredOperator>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ExclusionClass;
+
+    #[test]
+    fn every_class_is_named_as_reports_name_it() {
+        for class in ExclusionClass::ALL {
+            let json = serde_json::to_string(&class).expect("a class serializes");
+            assert_eq!(json, format!("\"{}\"", class.as_str()));
+            assert!(class.reason().starts_with("excluded by convention: "));
+        }
+    }
 }
