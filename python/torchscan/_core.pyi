@@ -177,9 +177,6 @@ class CallRecorder:
 class OwnStorage:
     """The own parameters and buffers of every module of a model, from ``walk_storage``."""
 
-    def __len__(self) -> int: ...
-    def counts(self, index: int) -> tuple[int, int, int, int, int]: ...
-
 @final
 class ModuleForward:
     """A module's ``forward`` while ``torchscan.crawl`` records it."""

@@ -96,36 +96,6 @@ pub struct OwnStorage {
     pub(crate) modules: Vec<Vec<OwnTensor>>,
 }
 
-#[pymethods]
-impl OwnStorage {
-    /// Number of modules walked.
-    fn __len__(&self) -> usize {
-        self.modules.len()
-    }
-
-    /// The own `(trainable, frozen, parameter bytes, buffer elements, buffer bytes)` of the
-    /// module at `index`, every tensor counted.
-    fn counts(&self, index: usize) -> PyResult<(u64, u64, u64, u64, u64)> {
-        let tensors = self.modules.get(index).ok_or_else(|| {
-            pyo3::exceptions::PyIndexError::new_err(format!("no module at position {index}"))
-        })?;
-        let mut counts = (0, 0, 0, 0, 0);
-        for tensor in tensors {
-            match (tensor.parameter, tensor.trainable) {
-                (true, true) => counts.0 += tensor.elements,
-                (true, false) => counts.1 += tensor.elements,
-                (false, _) => counts.3 += tensor.elements,
-            }
-            if tensor.parameter {
-                counts.2 += tensor.bytes;
-            } else {
-                counts.4 += tensor.bytes;
-            }
-        }
-        Ok(counts)
-    }
-}
-
 /// Walks `named_modules` (`(path, module)` pairs, a module listed under each of its paths).
 ///
 /// Returns the own parameters and buffers of every module, in the order modules are first
