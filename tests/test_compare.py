@@ -83,11 +83,18 @@ def test_mapping_text_bytes_and_path_give_the_same_diff() -> None:
 def test_a_widened_model_changes_totals_and_layers() -> None:
     diff = compare_reports(SMALL, WIDENED)
     parameters = total(diff, "parameters")
-    assert (parameters["before"], parameters["after"], parameters["delta"]) == (314, 618, 304)
+    assert (parameters["before"]["value"], parameters["after"]["value"], parameters["delta"]) == (
+        314,
+        618,
+        304,
+    )
+    # torchscan 0.2's layout: each side is the report's own metric result, unchanged.
+    assert parameters["before"] == load(SMALL)["totals"]["parameters"]
+    assert parameters["after"] == load(WIDENED)["totals"]["parameters"]
     flops = total(diff, "module_flops")
     assert flops["status"] == "complete"
     assert flops["delta"] == 403_360
-    assert total(diff, "operator_flops")["after"] == 777_920
+    assert total(diff, "operator_flops")["after"]["value"] == 777_920
     assert [(layer["path"], layer["type_name"]) for layer in diff["layers"]["added"]] == [
         ("5", "Identity")
     ]
@@ -123,8 +130,10 @@ def test_a_partial_side_gives_no_delta_and_the_weaker_status() -> None:
     assert validate_report(diff) == "report_diff"
     flops = total(diff, "module_flops")
     assert flops["status"] == "partial"
-    assert flops["before"] == 403_360
-    assert flops["after"] is None
+    assert flops["before"]["value"] == 403_360
+    assert flops["after"]["status"] == "partial"
+    assert flops["after"]["value"] is None
+    assert flops["after"] == load(PARTIAL)["totals"]["module_flops"]
     assert flops["delta"] is None
     assert flops["reason"] == "after is partial: FusedGELU has no estimate formula"
     structure = compare_reports(STRUCTURE, STRUCTURE)

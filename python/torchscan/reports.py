@@ -617,8 +617,8 @@ class TotalDelta(TypedDict):
 
     unit: str
     status: MetricStatus
-    before: float | None
-    after: float | None
+    before: MetricResult
+    after: MetricResult
     delta: float | None
     reason: str | None
 

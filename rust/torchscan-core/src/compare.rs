@@ -255,15 +255,20 @@ fn check_comparable(before: &AnalysisReport, after: &AnalysisReport) -> Result<(
     Ok(())
 }
 
+/// Scope of the `shared_tensors` count on each side of a diff.
+const SHARED_SCOPE: &str = "tensors reached under more than one name or module, each counted once";
+/// Method of the `shared_tensors` count.
+const SHARED_METHOD: &str = "tensor identity across the model's parameters and buffers";
+
 /// A total of element counts: always complete.
 fn count_delta(before: u64, after: u64) -> TotalDelta {
-    let (before, after) = (before as f64, after as f64);
+    let (b, a) = (before as f64, after as f64);
     TotalDelta {
         unit: "count".to_owned(),
         status: MetricStatus::Complete,
-        before: Some(before),
-        after: Some(after),
-        delta: Some(after - before),
+        before: MetricResult::complete(b, "count", SHARED_SCOPE, SHARED_METHOD),
+        after: MetricResult::complete(a, "count", SHARED_SCOPE, SHARED_METHOD),
+        delta: Some(a - b),
         reason: None,
     }
 }
@@ -323,8 +328,8 @@ fn metric_delta(unit: &str, before: &MetricResult, after: &MetricResult) -> Tota
     TotalDelta {
         unit: unit.to_owned(),
         status,
-        before: before_value,
-        after: after_value,
+        before: before.clone(),
+        after: after.clone(),
         delta,
         reason,
     }

@@ -123,7 +123,7 @@ fn a_widened_model_changes_totals_and_layers() {
         let total = total(&diff, metric);
         assert_eq!(total.status, MetricStatus::Complete, "{metric}");
         assert_eq!(
-            (total.before, total.after, total.delta),
+            (total.before.value, total.after.value, total.delta),
             (Some(b), Some(a), Some(a - b)),
             "{metric}"
         );
@@ -241,8 +241,11 @@ fn a_partial_side_gives_no_delta_and_the_weaker_status() {
     let diff = valid_diff(&before, &after);
     let module_flops = total(&diff, "module_flops");
     assert_eq!(module_flops.status, MetricStatus::Partial);
-    assert_eq!(module_flops.before, Some(403_360.0));
-    assert_eq!(module_flops.after, None);
+    assert_eq!(module_flops.before, before.totals.module_flops);
+    assert_eq!(module_flops.before.value, Some(403_360.0));
+    assert_eq!(module_flops.after, after.totals.module_flops);
+    assert_eq!(module_flops.after.status, MetricStatus::Partial);
+    assert_eq!(module_flops.after.value, None);
     assert_eq!(module_flops.delta, None);
     assert_eq!(
         module_flops.reason.as_deref(),
@@ -255,14 +258,18 @@ fn a_partial_side_gives_no_delta_and_the_weaker_status() {
         Some("after is partial: mylib::fused_gelu has no FLOP formula")
     );
     let shared = total(&diff, "shared_tensors");
-    assert_eq!((shared.before, shared.after), (Some(0.0), Some(1.0)));
+    assert_eq!(
+        (shared.before.value, shared.after.value, shared.delta),
+        (Some(0.0), Some(1.0), Some(1.0))
+    );
+    assert_eq!(shared.after.unit, "count");
 
     // Swapped: the partial side is before.
     let swapped = compare_reports(&after, &before).expect("comparable");
     let module_flops = total(&swapped, "module_flops");
     assert_eq!(
-        (module_flops.before, module_flops.after),
-        (None, Some(403_360.0))
+        (module_flops.before.status, module_flops.after.value),
+        (MetricStatus::Partial, Some(403_360.0))
     );
     assert!(
         module_flops
@@ -305,8 +312,12 @@ fn an_unavailable_side_is_the_weakest_status() {
     let module_flops = total(&diff, "module_flops");
     assert_eq!(module_flops.status, MetricStatus::Unavailable);
     assert_eq!(
-        (module_flops.before, module_flops.after, module_flops.delta),
-        (None, None, None)
+        (
+            module_flops.before.status,
+            module_flops.after.status,
+            module_flops.delta
+        ),
+        (MetricStatus::Unavailable, MetricStatus::Unavailable, None)
     );
     assert_eq!(
         module_flops.reason.as_deref(),

@@ -1017,8 +1017,8 @@ fn diff_page(page: &mut Page, report: &ReportDiffReport) {
                     cells: vec![
                         name.to_owned(),
                         t.status.as_str().to_owned(),
-                        optional_number(t.before, &t.unit),
-                        optional_number(t.after, &t.unit),
+                        optional_number(t.before.value, &t.unit),
+                        optional_number(t.after.value, &t.unit),
                         optional_number(t.delta, &t.unit),
                         t.reason.clone().unwrap_or_default(),
                     ],

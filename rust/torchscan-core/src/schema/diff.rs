@@ -18,11 +18,11 @@ pub struct TotalDelta {
     pub unit: String,
     /// The weaker status of the two sides; the delta is given only when `complete`.
     pub status: MetricStatus,
-    /// The value before; null unless that side is complete.
-    pub before: Option<f64>,
-    /// The value after; null unless that side is complete.
-    pub after: Option<f64>,
-    /// `after - before`; null unless both sides are complete.
+    /// The total before, as its report states it (torchscan 0.2's layout).
+    pub before: MetricResult,
+    /// The total after, as its report states it.
+    pub after: MetricResult,
+    /// `after.value - before.value`; null unless both sides are complete.
     pub delta: Option<f64>,
     /// Why the delta is null.
     #[serde(default)]

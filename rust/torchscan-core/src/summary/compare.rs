@@ -147,7 +147,12 @@ pub(super) fn summarize_diff(out: &mut String, report: &ReportDiffReport) {
         ),
     );
     for (name, total) in ordered_totals(&report.totals) {
-        let line = match (total.status, total.before, total.after, total.delta) {
+        let line = match (
+            total.status,
+            total.before.value,
+            total.after.value,
+            total.delta,
+        ) {
             (MetricStatus::Complete, Some(before), Some(after), Some(delta)) => format!(
                 "{}: {} -> {} ({}{})",
                 name,

@@ -293,16 +293,25 @@ pub(super) fn check_diff(c: &mut Checker, report: &ReportDiffReport) {
                 if !is_known_unit(&total.unit) {
                     c.problem_at("unit", format!("unknown unit `{}`", total.unit));
                 }
-                c.optional_non_negative("before", total.before);
-                c.optional_non_negative("after", total.after);
+                check_metric(c, "before", &total.before, None);
+                check_metric(c, "after", &total.after, None);
+                for (key, side) in [("before", &total.before), ("after", &total.after)] {
+                    if side.unit != total.unit {
+                        c.problem_at(key, format!("unit `{}` differs from the total's `{}`", side.unit, total.unit));
+                    }
+                }
+                let weaker = total.before.status.weaker(total.after.status);
+                if total.status != weaker {
+                    c.problem_at("status", format!("must be the weaker of the two sides' statuses ({})", weaker.as_str()));
+                }
                 if total.status == MetricStatus::Complete {
-                    match (total.before, total.after, total.delta) {
+                    match (total.before.value, total.after.value, total.delta) {
                         (Some(before), Some(after), Some(delta)) => {
                             if !approx_equal(delta, after - before) {
-                                c.problem_at("delta", format!("must equal after - before ({})", after - before));
+                                c.problem_at("delta", format!("must equal after.value - before.value ({})", after - before));
                             }
                         }
-                        _ => c.problem("a complete total states before, after and delta"),
+                        _ => c.problem("a complete total states before.value, after.value and delta"),
                     }
                     if total.reason.is_some() {
                         c.problem_at("reason", "a complete total has a null reason");
