@@ -40,7 +40,7 @@ def test_structure_mode_of_resnet18() -> None:
             {
                 "kind": "tensor",
                 "shape": [1, 3, 224, 224],
-                "dtype": "float32",
+                "dtype": "torch.float32",
                 "device": "cpu",
                 "requires_grad": False,
             }
@@ -132,7 +132,7 @@ def test_layers_keep_torchscan_02s_layout() -> None:
             {
                 "kind": "tensor",
                 "shape": [1, 3, 8, 8],
-                "dtype": "float32",
+                "dtype": "torch.float32",
                 "device": "cpu",
                 "requires_grad": False,
             }
@@ -146,14 +146,24 @@ def test_layers_keep_torchscan_02s_layout() -> None:
     assert relu["buffers"] == {"elements": 0, "bytes": 0, "shared": False}
     assert conv["metrics"]["module_flops"]["value"] == 4 * 6 * 6 * (2 * 27 - 1)  # no bias
     assert conv["metrics"]["macs"]["value"] == 4 * 6 * 6 * 27
-    assert set(conv["metrics"]) == {
+    assert list(conv["metrics"]) == [
+        "calls",
         "module_flops",
         "macs",
         "dmas",
         "receptive_field",
         "effective_stride",
         "effective_padding",
-    }
+    ]
+    # torchscan 0.2's context keys
+    context = report["context"]
+    assert (context["execution_mode"], context["devices"]) == ("evaluation_no_grad", ["cpu"])
+    assert context["training_before"] is True and context["dtypes"] == ["torch.float32"]
+    # one record per call, as 0.2's `calls`
+    assert [layer["metrics"]["calls"]["value"] for layer in report["layers"]] == [1.0] * len(
+        report["layers"]
+    )
+    assert conv["metrics"]["calls"]["status"] == "complete"
     assert conv["metrics"]["receptive_field"]["value"] == 3.0
     assert root["metrics"]["macs"]["value"] == report["totals"]["macs"]["value"]
     assert torchscan.validate_report(report) == "analysis"
@@ -207,7 +217,7 @@ def test_a_layer_records_the_keyword_arguments_of_its_call(scripted: bool) -> No
         {
             "kind": "tensor",
             "shape": [2, 3],
-            "dtype": "float32",
+            "dtype": "torch.float32",
             "device": "cpu",
             "requires_grad": False,
         }
@@ -216,11 +226,11 @@ def test_a_layer_records_the_keyword_arguments_of_its_call(scripted: bool) -> No
         "scale": {
             "kind": "tensor",
             "shape": [1],
-            "dtype": "float32",
+            "dtype": "torch.float32",
             "device": "cpu",
             "requires_grad": False,
         },
-        "mode": {"kind": "scalar", "type_name": "str"},
+        "mode": {"kind": "scalar", "type": "str"},
     }
     assert torchscan.validate_report(report) == "analysis"
 
@@ -260,7 +270,7 @@ def test_args_and_kwargs_are_forwarded_unchanged() -> None:
     assert report["inputs"]["source"] == "provided"
     assert report["inputs"]["args"][0]["requires_grad"] is True
     assert list(report["inputs"]["kwargs"]) == ["scale", "extra"]
-    assert report["inputs"]["kwargs"]["extra"] == {"kind": "other", "type_name": "object"}
+    assert report["inputs"]["kwargs"]["extra"] == {"kind": "object", "type": "object"}
 
 
 def test_nested_outputs_are_described_without_values() -> None:
@@ -277,15 +287,20 @@ def test_nested_outputs_are_described_without_values() -> None:
 
     report = crawl_module(Nested(), (2,), mode="structure")
     output = report["layers"][0]["output"]
-    assert output["kind"] == "dict"
-    pair = output["entries"][0]["value"]
-    assert pair["kind"] == "named_tuple" and pair["type_name"] == "Pair"
+    # torchscan 0.2's mapping layout: the class name, and items with the key and its type
+    assert (output["kind"], output["type"]) == ("mapping", "dict")
+    assert [(item["key"], item["key_type"]) for item in output["items"]] == [
+        ("pair", "str"),
+        ("out", "str"),
+    ]
+    pair = output["items"][0]["value"]
+    assert pair["kind"] == "named_tuple" and pair["type"] == "Pair"
     assert pair["fields"][1] == {"name": "right", "value": {"kind": "none"}}
-    out = output["entries"][1]["value"]
-    assert out["kind"] == "dataclass" and out["fields"][0]["value"]["dtype"] == "float64"
+    out = output["items"][1]["value"]
+    assert out["kind"] == "dataclass" and out["fields"][0]["value"]["dtype"] == "torch.float64"
     assert out["fields"][1]["value"]["items"][:2] == [
-        {"kind": "scalar", "type_name": "float"},
-        {"kind": "scalar", "type_name": "str"},
+        {"kind": "scalar", "type": "float"},
+        {"kind": "scalar", "type": "str"},
     ]
     assert "label" not in str(report) and "1.5" not in str(report)
 

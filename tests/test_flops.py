@@ -418,7 +418,7 @@ def test_resnet18_forward_oracle_and_modules(resnet18: nn.Module) -> None:
     assert modules["layer1.0.bn1"]["value"] == 0
     assert all(flops["status"] == "complete" for flops in modules.values())
     assert report["context"]["model_type"] == "ResNet18"
-    assert report["context"]["model_training"] is False
+    assert report["context"]["training_before"] is False
     assert report["context"]["flags"]["grad_enabled"] is False
     assert_clean(resnet18)
 
@@ -767,7 +767,7 @@ def test_report_fields() -> None:
     assert report["kind"] == "flops"
     assert report["callable"] == "test_report_fields.<locals>.forward_pass"
     assert report["context"]["device"] == "cpu"
-    assert report["context"]["dtypes"] == ["float32"]
+    assert report["context"]["dtypes"] == ["torch.float32"]
     assert report["context"]["model_type"] is None
     assert report["operator_flops"]["by_module"] == []
     assert excluded(report) == {"aten::t": "data_movement"}

@@ -91,7 +91,7 @@ def test_readme_oracle_in_a_fresh_process() -> None:
     assert report["baseline"]["value"] == PARAMETERS + ACTIVATION
     assert report["callable"] == "infer"
     assert report["context"]["device"] == "cpu"
-    assert report["context"]["dtypes"] == ["float32"]
+    assert report["context"]["dtypes"] == ["torch.float32"]
 
 
 def test_readme_oracle_in_process_despite_other_live_tensors() -> None:
@@ -179,7 +179,7 @@ def test_report_fields_scopes_and_methods() -> None:
     assert report["diagnostics"][0]["metric"] == "allocator_reserved_peak"
     assert report["baseline"]["value"] == 256
     assert report["tensor_memory_peak"]["value"] == 512
-    assert report["context"]["dtypes"] == ["float32"]
+    assert report["context"]["dtypes"] == ["torch.float32"]
     json.dumps(report)  # plain JSON
 
 
@@ -200,7 +200,7 @@ def test_callable_without_a_qualname_is_null_never_a_repr() -> None:
 def test_dtypes_of_the_context() -> None:
     x = torch.ones(4, dtype=torch.float64)
     report = measure_peak_memory(lambda: x.to(torch.float16))
-    assert report["context"]["dtypes"] == ["float16", "float64"]
+    assert report["context"]["dtypes"] == ["torch.float16", "torch.float64"]
 
 
 # -- storage accounting ---------------------------------------------------------------------------
@@ -636,7 +636,7 @@ def test_cuda_linear_on_a_real_device() -> None:
     assert peak >= baseline + ACTIVATION
     assert reserved >= peak
     assert report["context"]["device"].startswith("cuda:")
-    assert report["context"]["dtypes"] == ["float32"]
+    assert report["context"]["dtypes"] == ["torch.float32"]
     assert _get_current_dispatch_mode() is None
 
 

@@ -23,12 +23,12 @@ VALUE_META_VARIANTS = {
     "tensor": "TensorValueMeta",
     "tuple": "TupleValueMeta",
     "list": "ListValueMeta",
-    "dict": "DictValueMeta",
+    "mapping": "MappingValueMeta",
     "dataclass": "DataclassValueMeta",
     "named_tuple": "NamedTupleValueMeta",
     "none": "NoneValueMeta",
     "scalar": "ScalarValueMeta",
-    "other": "OtherValueMeta",
+    "object": "ObjectValueMeta",
 }
 
 
@@ -63,11 +63,16 @@ def normal_schema(schema: dict[str, Any]) -> Any:
             return ("literal", constants)
         if name == "ValueMeta":
             return ("typed", "ValueMeta")
+        if "anyOf" in target and "properties" not in target:
+            return normal_schema(target)  # an untagged union of plain types, e.g. MappingKey
         return ("typed", name)
     if schema.get("const") == 1 and schema.get("type") == "integer":
         return ("literal", frozenset([1]))
     if "anyOf" in schema:
-        options = [normal_schema(option) for option in schema["anyOf"]]
+        options: set[Any] = set()
+        for option in (normal_schema(option) for option in schema["anyOf"]):
+            is_union = isinstance(option, tuple) and option[0] == "union"
+            options |= set(option[1]) if is_union else {option}
         return ("union", frozenset(options))
     kind = schema.get("type")
     if isinstance(kind, list):

@@ -172,6 +172,25 @@ def test_describe_names_a_dtype_and_device_on_first_sight(monkeypatch: pytest.Mo
     monkeypatch.setattr(_values, "_DTYPE_NAMES", {})
     monkeypatch.setattr(_values, "_DEVICE_NAMES", {})
     tensor = torch.zeros(2, dtype=torch.float16)
-    assert describe(TensorSpec(tensor))["dtype"] == "float16"
+    assert describe(TensorSpec(tensor))["dtype"] == "torch.float16"
     names = (_values._DTYPE_NAMES, _values._DEVICE_NAMES)
-    assert names == ({torch.float16: "float16"}, {tensor.device: "cpu"})
+    assert names == ({torch.float16: "torch.float16"}, {tensor.device: "cpu"})
+
+
+def test_mappings_keep_torchscan_02s_layout_and_only_safe_keys() -> None:
+    tensor = torch.zeros(2)
+    value = OrderedDict([("logits", tensor), (3, None), ("data/train.csv", 1.5), ((1, 2), "x")])
+    meta = describe(value)
+    assert meta == {
+        "kind": "mapping",
+        "type": "OrderedDict",
+        "items": [
+            {"key": "logits", "key_type": "str", "value": describe(tensor)},
+            {"key": 3, "key_type": "int", "value": {"kind": "none"}},
+            # neither a file name nor any other free text, nor a repr, enters a report
+            {"key_type": "str", "value": {"kind": "scalar", "type": "float"}},
+            {"key_type": "tuple", "value": {"kind": "scalar", "type": "str"}},
+        ],
+    }
+    assert describe(freeze(value)) == meta
+    assert describe(tensor)["dtype"] == "torch.float32"

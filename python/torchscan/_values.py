@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ._core import TensorSpec
-from .reports import NamedValueMeta, TensorMeta, ValueMeta
+from .reports import MappingItemMeta, NamedValueMeta, TensorMeta, ValueMeta
 
 __all__ = ["TensorSpec", "describe", "dtype_name", "freeze", "iter_tensors", "tensor_meta"]
 
@@ -17,8 +17,8 @@ _SCALARS = (bool, int, float, complex, str, bytes)
 
 
 def dtype_name(dtype: Any) -> str:
-    """``torch.float32`` -> ``float32``."""
-    return str(dtype).removeprefix("torch.")
+    """A dtype as PyTorch names it: ``torch.float32``."""
+    return str(dtype)
 
 
 _DTYPE_NAMES: dict[Any, str] = {}
@@ -53,13 +53,23 @@ class _FrozenRecord:
         self.fields = fields
 
 
+class _FrozenMapping:
+    """A mapping other than a plain dict, frozen: its type name and its items, frozen."""
+
+    __slots__ = ("items", "type_name")
+
+    def __init__(self, type_name: str, items: list[tuple[Any, Any]]) -> None:
+        self.type_name = type_name
+        self.items = items
+
+
 def freeze(value: Any, _depth: int = 0) -> Any:
     """``value`` with every tensor replaced by its :class:`TensorSpec`, through containers.
 
     Tuples, lists and dicts keep their kind (named tuples their class, built without calling
-    its constructor), dataclasses become records, mappings become dicts; scalars, ``None`` and
-    any other object are kept as they are. :func:`describe` gives the same metadata for the
-    frozen value as for the value itself.
+    its constructor); dataclasses and other mappings become records of their fields or items;
+    scalars, ``None`` and any other object are kept as they are. :func:`describe` gives the same
+    metadata for the frozen value as for the value itself.
     """
     import torch
 
@@ -82,8 +92,11 @@ def freeze(value: Any, _depth: int = 0) -> Any:
         return tuple(items)
     if isinstance(value, list):
         return [freeze(item, _depth + 1) for item in value]
-    if isinstance(value, Mapping):
+    if kind is dict:
         return {key: freeze(item, _depth + 1) for key, item in value.items()}
+    if isinstance(value, Mapping):
+        items = [(key, freeze(item, _depth + 1)) for key, item in value.items()]
+        return _FrozenMapping(_type_name(value), items)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _FrozenRecord(
             _type_name(value),
@@ -99,13 +112,15 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def _key_name(key: Any) -> str:
-    # Plain keys are names; any other object is named by its type, never by its repr.
-    if isinstance(key, str):
-        return key
-    if isinstance(key, (bool, int, float)):
-        return str(key)
-    return _type_name(key)
+def _mapping_item(key: Any, value: Any, depth: int) -> MappingItemMeta:
+    # An integer or identifier key is a name; any other key (a path, free text, an object) is
+    # left out and only its type recorded, never its repr.
+    item: MappingItemMeta = {"key_type": _type_name(key), "value": describe(value, depth + 1)}
+    if (isinstance(key, int) and not isinstance(key, bool)) or (
+        isinstance(key, str) and key.isidentifier()
+    ):
+        item = {"key": key, **item}
+    return item
 
 
 def describe(value: Any, _depth: int = 0) -> ValueMeta:
@@ -128,40 +143,37 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
     if value is None:
         return {"kind": "none"}
     if isinstance(value, _SCALARS):
-        return {"kind": "scalar", "type_name": _type_name(value)}
+        return {"kind": "scalar", "type": _type_name(value)}
     if _depth >= _MAX_DEPTH:
-        return {"kind": "other", "type_name": _type_name(value)}
+        return {"kind": "object", "type": _type_name(value)}
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
         fields: list[NamedValueMeta] = [
             {"name": str(name), "value": describe(item, _depth + 1)}
             for name, item in zip(getattr(type(value), "_fields", ()), value, strict=False)
         ]
-        return {"kind": "named_tuple", "type_name": _type_name(value), "fields": fields}
+        return {"kind": "named_tuple", "type": _type_name(value), "fields": fields}
     if isinstance(value, tuple):
         return {"kind": "tuple", "items": [describe(item, _depth + 1) for item in value]}
     if isinstance(value, list):
         return {"kind": "list", "items": [describe(item, _depth + 1) for item in value]}
     if isinstance(value, Mapping):
-        entries: list[NamedValueMeta] = [
-            {
-                "name": key if isinstance(key, str) else _type_name(key),
-                "value": describe(item, _depth + 1),
-            }
-            for key, item in value.items()
-        ]
-        return {"kind": "dict", "entries": entries}
+        items = [_mapping_item(key, item, _depth) for key, item in value.items()]
+        return {"kind": "mapping", "type": _type_name(value), "items": items}
+    if type(value) is _FrozenMapping:
+        pairs = [_mapping_item(key, item, _depth) for key, item in value.items]
+        return {"kind": "mapping", "type": value.type_name, "items": pairs}
     if type(value) is _FrozenRecord:
         frozen: list[NamedValueMeta] = [
             {"name": name, "value": describe(item, _depth + 1)} for name, item in value.fields
         ]
-        return {"kind": "dataclass", "type_name": value.type_name, "fields": frozen}
+        return {"kind": "dataclass", "type": value.type_name, "fields": frozen}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         record: list[NamedValueMeta] = [
             {"name": field.name, "value": describe(getattr(value, field.name, None), _depth + 1)}
             for field in dataclasses.fields(value)
         ]
-        return {"kind": "dataclass", "type_name": _type_name(value), "fields": record}
-    return {"kind": "other", "type_name": _type_name(value)}
+        return {"kind": "dataclass", "type": _type_name(value), "fields": record}
+    return {"kind": "object", "type": _type_name(value)}
 
 
 def iter_tensors(value: Any) -> list[Any]:
@@ -190,6 +202,9 @@ def _collect(
             _collect(item, found, depth + 1, tensor_type)
     elif isinstance(value, Mapping):
         for item in value.values():
+            _collect(item, found, depth + 1, tensor_type)
+    elif type(value) is _FrozenMapping:
+        for _key, item in value.items:
             _collect(item, found, depth + 1, tensor_type)
     elif type(value) is _FrozenRecord:
         for _name, item in value.fields:

@@ -76,7 +76,7 @@ def _flags() -> Flags:
 
 
 def _dtype_name(dtype: Any) -> str:
-    return str(dtype).removeprefix("torch.")
+    return str(dtype)  # as PyTorch names it: torch.float32
 
 
 def capture_context(
@@ -84,8 +84,10 @@ def capture_context(
     dtypes: Iterable[Any] = (),
     *,
     model_type: str | None = None,
-    model_training: bool | None = None,
+    training_before: bool | None = None,
     flags: Flags | None = None,
+    execution_mode: str | None = None,
+    devices: Iterable[str] = (),
 ) -> Context:
     """Return the context of a report made now on ``device`` (a ``torch.device`` or ``None``).
 
@@ -109,7 +111,9 @@ def capture_context(
         "flags": flags if flags is not None else _flags(),
         "dtypes": names,
         "model_type": model_type,
-        "model_training": model_training,
+        "training_before": training_before,
+        "execution_mode": execution_mode,
+        "devices": list(devices),
     }
 
 

@@ -281,8 +281,8 @@ def _count(value: int, what: str) -> MetricResult:
 
 def _totals_storage(
     named_modules: list[tuple[str, Any]], walked: Any
-) -> tuple[dict[str, MetricResult], int, list[str], set[Any]]:
-    """Parameter and buffer counts and storage, shared names, and the parameters' float dtypes.
+) -> tuple[dict[str, MetricResult], int, list[str], set[Any], list[Any]]:
+    """Storage totals, shared names, the parameters' float dtypes and the tensors' devices.
 
     ``walked`` holds the totals ``_core.walk_storage`` found when no tensor is shared (else
     ``None``: the shared tensors are found here, by name, and counted once).
@@ -303,7 +303,7 @@ def _totals_storage(
                 " = ".join(dict.fromkeys(names)) for names in by_id.values() if len(set(names)) > 1
             ]
         walked = _core.storage_totals(params, buffers)
-    parameters, trainable, parameter_bytes, buffer_count, buffer_bytes, found = walked
+    parameters, trainable, parameter_bytes, buffer_count, buffer_bytes, found, devices = walked
     dtypes: set[Any] = set(found)
     storage = {
         "parameters": _count(parameters, "parameters"),
@@ -320,7 +320,7 @@ def _totals_storage(
             int(buffer_bytes), "B", _STORAGE_SCOPE.format(what="buffers"), _STORAGE_METHOD
         ),
     }
-    return storage, shared_params + shared_buffers, shared_names, dtypes
+    return storage, shared_params + shared_buffers, shared_names, dtypes, devices
 
 
 # Module classes whose ``forward`` cannot be wrapped per instance: scripted modules (their
@@ -509,6 +509,11 @@ def _formulas() -> Any:
     return formulas
 
 
+def _device_names(model_devices: Iterable[Any], inputs: Iterable[Any]) -> list[str]:
+    """The devices of the model's tensors and of the input tensors, by name, sorted."""
+    return sorted({str(device) for device in (*model_devices, *(t.device for t in inputs))})
+
+
 def _model_dtypes(parameter_dtypes: set[Any], inputs: Iterable[Any]) -> list[Any]:
     dtypes = parameter_dtypes | {t.dtype for t in inputs if t.is_floating_point()}
     return sorted(dtypes, key=dtype_name)
@@ -629,7 +634,9 @@ def _build_report(
     operator_flops: OperatorFlops,
     operator_diagnostics: list[Diagnostic],
 ) -> AnalysisReport:
-    storage, shared_tensors, shared_names, parameter_dtypes = _totals_storage(named_modules, walked)
+    storage, shared_tensors, shared_names, parameter_dtypes, model_devices = _totals_storage(
+        named_modules, walked
+    )
     dtypes = _model_dtypes(parameter_dtypes, inputs)
     diagnostics: list[Diagnostic] = []
     if shared_names:
@@ -671,8 +678,10 @@ def _build_report(
             device,
             dtypes,
             model_type=type(model).__name__,
-            model_training=training,
+            training_before=training,
             flags=flags,
+            execution_mode="evaluation_no_grad",
+            devices=_device_names(model_devices, inputs),
         ),
         "diagnostics": diagnostics,
         "mode": "full" if full else "structure",

@@ -536,7 +536,7 @@ def measure_flops(
     counter = OperatorFlopCounter(modules=modules, formulas=formulas)
     model = _single_module(modules)
     model_type = type(model).__qualname__ if model is not None else None
-    model_training = bool(model.training) if model is not None else None
+    training_before = bool(model.training) if model is not None else None
     flags = current_flags()
     with counter:
         fn()
@@ -549,7 +549,7 @@ def measure_flops(
             counter.device,
             counter.dtypes,
             model_type=model_type,
-            model_training=model_training,
+            training_before=training_before,
             flags=flags,
         ),
         "diagnostics": counter.diagnostics(),

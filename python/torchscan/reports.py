@@ -147,7 +147,9 @@ class Context(TypedDict):
     flags: Flags
     dtypes: list[str]
     model_type: str | None
-    model_training: bool | None
+    training_before: bool | None
+    execution_mode: str | None
+    devices: list[str]
 
 
 class TensorMeta(TypedDict):
@@ -180,24 +182,33 @@ class ListValueMeta(TypedDict):
 
 
 class NamedValueMeta(TypedDict):
-    """A key or field name with its value's metadata."""
+    """A field name with its value's metadata."""
 
     name: str
     value: ValueMeta
 
 
-class DictValueMeta(TypedDict):
-    """A dict in a value tree; keys as text."""
+class MappingItemMeta(TypedDict):
+    """One item of a mapping: its key (only an integer or an identifier) and its value."""
 
-    kind: Literal["dict"]
-    entries: list[NamedValueMeta]
+    key: NotRequired[int | str | None]
+    key_type: str
+    value: ValueMeta
+
+
+class MappingValueMeta(TypedDict):
+    """A mapping in a value tree (torchscan 0.2's layout)."""
+
+    kind: Literal["mapping"]
+    type: str
+    items: list[MappingItemMeta]
 
 
 class DataclassValueMeta(TypedDict):
     """A dataclass instance in a value tree."""
 
     kind: Literal["dataclass"]
-    type_name: str
+    type: str
     fields: list[NamedValueMeta]
 
 
@@ -205,7 +216,7 @@ class NamedTupleValueMeta(TypedDict):
     """A named tuple in a value tree."""
 
     kind: Literal["named_tuple"]
-    type_name: str
+    type: str
     fields: list[NamedValueMeta]
 
 
@@ -219,26 +230,26 @@ class ScalarValueMeta(TypedDict):
     """A Python scalar in a value tree: its type only."""
 
     kind: Literal["scalar"]
-    type_name: str
+    type: str
 
 
-class OtherValueMeta(TypedDict):
+class ObjectValueMeta(TypedDict):
     """Any other object in a value tree: its type name only."""
 
-    kind: Literal["other"]
-    type_name: str
+    kind: Literal["object"]
+    type: str
 
 
 ValueMeta = Union[
     TensorValueMeta,
     TupleValueMeta,
     ListValueMeta,
-    DictValueMeta,
+    MappingValueMeta,
     DataclassValueMeta,
     NamedTupleValueMeta,
     NoneValueMeta,
     ScalarValueMeta,
-    OtherValueMeta,
+    ObjectValueMeta,
 ]
 
 
@@ -351,8 +362,9 @@ class LayerBuffers(TypedDict):
 
 
 class LayerMetrics(TypedDict):
-    """A layer's module estimates, and its receptive field as single numbers."""
+    """A layer's calls (always 1), module estimates, and receptive field as single numbers."""
 
+    calls: MetricResult
     module_flops: MetricResult
     macs: MetricResult
     dmas: MetricResult

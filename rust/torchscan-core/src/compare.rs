@@ -11,7 +11,7 @@
 //!   the report after, `layers.removed` only in the report before, and `layers.changed` are in both
 //!   with at least one differing field among `type`, `input`, `output`, `parameters.trainable`,
 //!   `parameters.frozen`, `parameters.bytes`, `buffers.elements`, `buffers.bytes`,
-//!   `metrics.module_flops`, `metrics.macs`, `metrics.dmas`, `metrics.receptive_field`,
+//!   `metrics.calls`, `metrics.module_flops`, `metrics.macs`, `metrics.dmas`, `metrics.receptive_field`,
 //!   `metrics.effective_stride` and `metrics.effective_padding` (listed in that order). A
 //!   changed layer's `metrics` gives each changed metric's two sides and, when both are
 //!   complete, its delta; added and removed layers carry their metrics (torchscan 0.2's layout).
@@ -469,7 +469,7 @@ fn value_text(meta: &ValueMeta, detailed: bool) -> String {
     match meta {
         ValueMeta::Tensor(tensor) => {
             let shape = join(tensor.shape.iter().map(u64::to_string).collect());
-            let mut text = format!("tensor [{shape}] {}", tensor.dtype);
+            let mut text = format!("tensor [{shape}] {}", tensor.dtype_text());
             if detailed {
                 text.push_str(" on ");
                 text.push_str(&tensor.device);
@@ -499,13 +499,17 @@ fn value_text(meta: &ValueMeta, detailed: bool) -> String {
                     .collect()
             )
         ),
-        ValueMeta::Dict(mapping) => format!(
+        ValueMeta::Mapping(mapping) => format!(
             "{{{}}}",
             join(
                 mapping
-                    .entries
+                    .items
                     .iter()
-                    .map(|entry| format!("{}: {}", entry.name, value_text(&entry.value, detailed)))
+                    .map(|item| format!(
+                        "{}: {}",
+                        item.key_text(),
+                        value_text(&item.value, detailed)
+                    ))
                     .collect()
             )
         ),
@@ -521,7 +525,7 @@ fn value_text(meta: &ValueMeta, detailed: bool) -> String {
             )
         ),
         ValueMeta::None(_) => "None".to_owned(),
-        ValueMeta::Scalar(type_only) | ValueMeta::Other(type_only) => type_only.type_name.clone(),
+        ValueMeta::Scalar(type_only) | ValueMeta::Object(type_only) => type_only.type_name.clone(),
     }
 }
 
@@ -625,8 +629,9 @@ fn layer_changes(before: &Layer, after: &Layer) -> Vec<FieldChange> {
 fn layer_metrics<'a>(
     before: &'a LayerMetrics,
     after: &'a LayerMetrics,
-) -> [(&'static str, &'a MetricResult, &'a MetricResult); 6] {
+) -> [(&'static str, &'a MetricResult, &'a MetricResult); 7] {
     [
+        ("calls", &before.calls, &after.calls),
         ("module_flops", &before.module_flops, &after.module_flops),
         ("macs", &before.macs, &after.macs),
         ("dmas", &before.dmas, &after.dmas),
@@ -745,7 +750,11 @@ fn dtypes_text(dtypes: &[String]) -> String {
     if dtypes.is_empty() {
         "none".to_owned()
     } else {
-        dtypes.join(", ")
+        dtypes
+            .iter()
+            .map(|dtype| crate::schema::common::dtype_text(dtype))
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -771,7 +780,7 @@ fn context_differences(before: &Context, after: &Context) -> Vec<String> {
             dtypes_text(&after.dtypes)
         ));
     }
-    if before.model_training != after.model_training {
+    if before.training_before != after.training_before {
         let mode = |training: Option<bool>| match training {
             Some(true) => "train",
             Some(false) => "eval",
@@ -779,8 +788,8 @@ fn context_differences(before: &Context, after: &Context) -> Vec<String> {
         };
         differences.push(format!(
             "model mode ({} before, {} after)",
-            mode(before.model_training),
-            mode(after.model_training)
+            mode(before.training_before),
+            mode(after.training_before)
         ));
     }
     differences

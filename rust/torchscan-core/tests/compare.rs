@@ -457,8 +457,8 @@ fn a_different_context_is_a_warning() {
     let mut after = before.clone();
     after.context.device = Some("cuda:0".to_owned());
     after.context.torch_version = Some("2.16.0".to_owned());
-    after.context.dtypes = vec!["bfloat16".to_owned()];
-    after.context.model_training = Some(true);
+    after.context.dtypes = vec!["torch.bfloat16".to_owned()];
+    after.context.training_before = Some(true);
     after.context.python_version = Some("3.13.0".to_owned());
     let diff = valid_diff(&before, &after);
     assert_eq!(diff.diagnostics.len(), 1);

@@ -71,6 +71,7 @@ static BUFFERS: Template = Template::new(&["elements", "bytes", "shared"]);
 
 /// The keys of a layer's metrics.
 static METRICS: Template = Template::new(&[
+    "calls",
     "module_flops",
     "macs",
     "dmas",
@@ -188,6 +189,24 @@ impl Metric {
         metric.set_item(intern!(py, "method"), self.method.bind(py))?;
         Ok(metric)
     }
+}
+
+/// A layer's `calls` metric: one record is one call (torchscan 0.2's `calls`).
+fn one_call(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let metric = METRIC.dict(py)?;
+    metric.set_item(intern!(py, "status"), intern!(py, "complete"))?;
+    metric.set_item(intern!(py, "value"), 1.0)?;
+    metric.set_item(intern!(py, "known_value"), 1.0)?;
+    metric.set_item(intern!(py, "unit"), intern!(py, "count"))?;
+    metric.set_item(
+        intern!(py, "scope"),
+        intern!(py, "this record: one call of the module"),
+    )?;
+    metric.set_item(
+        intern!(py, "method"),
+        intern!(py, "module calls recorded in the forward"),
+    )?;
+    Ok(metric)
 }
 
 /// An estimate not computed in structure mode.
@@ -539,6 +558,7 @@ fn assemble<'py>(
         buffers.set_item(intern!(py, "shared"), buffers_shared)?;
         layer.set_item(intern!(py, "buffers"), buffers)?;
         let metrics = METRICS.dict(py)?;
+        metrics.set_item(intern!(py, "calls"), one_call(py)?)?;
         for (index, (name, unit)) in kinds(py).into_iter().enumerate() {
             let metric = match &node.estimates {
                 Some(estimates) if full => estimates[index].to_dict(py, unit, module_scope)?,

@@ -7,8 +7,16 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
 /// The storage totals of distinct tensors: `(parameters, trainable parameters, parameter
-/// bytes, buffer elements, buffer bytes, floating-point parameter dtypes)`.
-type Totals<'py> = (u64, u64, u64, u64, u64, Vec<Bound<'py, PyAny>>);
+/// bytes, buffer elements, buffer bytes, floating-point parameter dtypes, devices)`.
+type Totals<'py> = (
+    u64,
+    u64,
+    u64,
+    u64,
+    u64,
+    Vec<Bound<'py, PyAny>>,
+    Vec<Bound<'py, PyAny>>,
+);
 
 /// Storage totals being added up, one distinct tensor at a time.
 #[derive(Default)]
@@ -19,6 +27,8 @@ struct Sums<'py> {
     buffers: u64,
     buffer_bytes: u64,
     dtypes: Vec<Bound<'py, PyAny>>,
+    /// The devices of the parameters and buffers, each once.
+    devices: Vec<Bound<'py, PyAny>>,
 }
 
 impl<'py> Sums<'py> {
@@ -33,6 +43,17 @@ impl<'py> Sums<'py> {
         trainable: bool,
     ) -> PyResult<()> {
         let py = tensor.py();
+        let device = tensor.getattr(intern!(py, "device"))?;
+        let mut known = false;
+        for seen in &self.devices {
+            if seen.eq(&device)? {
+                known = true;
+                break;
+            }
+        }
+        if !known {
+            self.devices.push(device);
+        }
         if !parameter {
             self.buffers += elements;
             self.buffer_bytes += bytes;
@@ -63,6 +84,7 @@ impl<'py> Sums<'py> {
             self.buffers,
             self.buffer_bytes,
             self.dtypes,
+            self.devices,
         )
     }
 }

@@ -284,7 +284,15 @@ fn context_facts(context: &Context) -> Vec<Fact> {
         facts.push(fact("Platform", platform.clone()));
     }
     if !context.dtypes.is_empty() {
-        facts.push(fact("dtypes", context.dtypes.join(", ")));
+        facts.push(fact(
+            "dtypes",
+            context
+                .dtypes
+                .iter()
+                .map(|dtype| crate::schema::common::dtype_text(dtype))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ));
     }
     facts
 }
@@ -807,7 +815,7 @@ fn output_check_page(page: &mut Page, report: &OutputCheckReport) {
         format!(
             "{} {} {}",
             shape_text(&ValueMeta::Tensor(t.clone())),
-            t.dtype,
+            t.dtype_text(),
             t.device
         )
     };

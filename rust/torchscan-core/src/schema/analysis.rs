@@ -135,6 +135,9 @@ pub struct LayerBuffers {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LayerMetrics {
+    /// This record's calls (unit `count`): always complete with value 1, one record per call
+    /// (torchscan 0.2's `calls`).
+    pub calls: MetricResult,
     /// Module FLOP estimate for this call (unit `FLOPs`).
     pub module_flops: MetricResult,
     /// Module multiply-accumulate estimate for this call (unit `MACs`).

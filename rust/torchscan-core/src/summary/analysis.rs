@@ -37,12 +37,12 @@ pub(crate) fn shape_text(meta: &ValueMeta) -> String {
                 open_close.1
             )
         }
-        ValueMeta::Dict(mapping) => format!(
+        ValueMeta::Mapping(mapping) => format!(
             "{{{}}}",
             mapping
-                .entries
+                .items
                 .iter()
-                .map(|e| format!("{}: {}", e.name, shape_text(&e.value)))
+                .map(|item| format!("{}: {}", item.key_text(), shape_text(&item.value)))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
@@ -57,7 +57,7 @@ pub(crate) fn shape_text(meta: &ValueMeta) -> String {
                 .join(", ")
         ),
         ValueMeta::None(_) => "None".to_owned(),
-        ValueMeta::Scalar(t) | ValueMeta::Other(t) => t.type_name.clone(),
+        ValueMeta::Scalar(t) | ValueMeta::Object(t) => t.type_name.clone(),
     }
 }
 

@@ -2,7 +2,8 @@
 
 use crate::problem::{JsonPath, Problem};
 use crate::schema::common::{
-    Context, Diagnostic, DiagnosticCode, MetricResult, MetricStatus, ValueMeta, is_known_unit,
+    Context, Diagnostic, DiagnosticCode, MappingKey, MetricResult, MetricStatus, ValueMeta,
+    is_known_unit,
 };
 use crate::schema::{Report, ReportKind};
 
@@ -104,13 +105,18 @@ fn check_context(c: &mut Checker, context: &Context) {
             c.problem_at(key, "must be at least 1 when recorded");
         }
     }
-    c.at("dtypes", |c| {
-        for (index, dtype) in context.dtypes.iter().enumerate() {
-            if dtype.trim().is_empty() {
-                c.at_index(index, |c| c.problem("must not be empty"));
+    for (key, names) in [("dtypes", &context.dtypes), ("devices", &context.devices)] {
+        c.at(key, |c| {
+            for (index, name) in names.iter().enumerate() {
+                if name.trim().is_empty() {
+                    c.at_index(index, |c| c.problem("must not be empty"));
+                }
             }
-        }
-    });
+        });
+    }
+    if let Some(mode) = &context.execution_mode {
+        c.non_empty("execution_mode", mode);
+    }
 }
 
 fn check_diagnostics(c: &mut Checker, diagnostics: &[Diagnostic]) {
@@ -205,15 +211,27 @@ fn check_value_meta(c: &mut Checker, meta: &ValueMeta) {
                 c.at_index(index, |c| check_value_meta(c, item));
             }
         }),
-        ValueMeta::Dict(mapping) => c.at("entries", |c| {
-            for (index, entry) in mapping.entries.iter().enumerate() {
-                c.at_index(index, |c| {
-                    c.at("value", |c| check_value_meta(c, &entry.value))
-                });
-            }
-        }),
+        ValueMeta::Mapping(mapping) => {
+            c.non_empty("type", &mapping.type_name);
+            c.at("items", |c| {
+                for (index, item) in mapping.items.iter().enumerate() {
+                    c.at_index(index, |c| {
+                        c.non_empty("key_type", &item.key_type);
+                        if let Some(MappingKey::Name(key)) = &item.key
+                            && !is_identifier(key)
+                        {
+                            c.problem_at(
+                                "key",
+                                "a recorded string key is an identifier; any other key is left out",
+                            );
+                        }
+                        c.at("value", |c| check_value_meta(c, &item.value))
+                    });
+                }
+            });
+        }
         ValueMeta::Dataclass(record) | ValueMeta::NamedTuple(record) => {
-            c.non_empty("type_name", &record.type_name);
+            c.non_empty("type", &record.type_name);
             c.at("fields", |c| {
                 for (index, field) in record.fields.iter().enumerate() {
                     c.at_index(index, |c| {
@@ -223,11 +241,21 @@ fn check_value_meta(c: &mut Checker, meta: &ValueMeta) {
                 }
             });
         }
-        ValueMeta::Scalar(type_only) | ValueMeta::Other(type_only) => {
-            c.non_empty("type_name", &type_only.type_name);
+        ValueMeta::Scalar(type_only) | ValueMeta::Object(type_only) => {
+            c.non_empty("type", &type_only.type_name);
         }
         ValueMeta::None(_) => {}
     }
+}
+
+/// Whether `text` is a Python identifier: a letter or `_`, then letters, digits or `_`
+/// (Unicode letters and digits included, as Python's `str.isidentifier` allows).
+fn is_identifier(text: &str) -> bool {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .is_some_and(|first| first == '_' || first.is_alphabetic())
+        && chars.all(|c| c == '_' || c.is_alphanumeric())
 }
 
 fn check_value_metas(c: &mut Checker, key: &str, metas: &[ValueMeta]) {

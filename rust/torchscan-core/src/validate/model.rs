@@ -244,6 +244,14 @@ fn check_layer(c: &mut Checker, layer: &Layer, mode: AnalysisMode) {
     });
     c.at("output", |c| check_value_meta(c, &layer.output));
     c.at("metrics", |c| {
+        check_metric(c, "calls", &layer.metrics.calls, Some("count"));
+        if layer.metrics.calls.status != MetricStatus::Complete
+            || layer.metrics.calls.value != Some(1.0)
+        {
+            c.at("calls", |c| {
+                c.problem("a layer is one call: complete, value 1");
+            });
+        }
         let field = &layer.receptive_field;
         for (key, metric, per_dimension) in [
             ("receptive_field", &layer.metrics.receptive_field, &field.size),
