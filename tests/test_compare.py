@@ -166,7 +166,7 @@ def test_different_methods_are_refused() -> None:
     after = load(SMALL)
     after["operator_flops"]["total"]["method"] = "another counter"
     after["totals"]["operator_flops"]["method"] = "another counter"
-    for entry in after["operator_flops"]["by_module"]:
+    for entry in after["operator_flops"]["modules"]:
         entry["flops"]["method"] = "another counter"
     with pytest.raises(ReportComparisonError, match="the `operator_flops` method differs"):
         compare_reports(SMALL, after)

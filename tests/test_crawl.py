@@ -159,6 +159,15 @@ def test_layers_keep_torchscan_02s_layout() -> None:
     context = report["context"]
     assert (context["execution_mode"], context["devices"]) == ("evaluation_no_grad", ["cpu"])
     assert context["training_before"] is True and context["dtypes"] == ["torch.float32"]
+    # 0.2's analysis nested a FlopReport: its views by 0.2's operator and module names
+    flops = report["operator_flops"]
+    assert flops["by_operator"] == {"aten.convolution": 4 * 6 * 6 * 27 * 2}
+    assert flops["by_module"]["Sequential.0"] == flops["by_operator"]["aten.convolution"]
+    assert flops["ignored_operators"]["aten.native_batch_norm"] == {
+        "calls": 1,
+        "reason": "excluded by convention: normalisation",
+    }
+    assert set(flops["ignored_operators"]) == {"aten.empty", "aten.native_batch_norm", "aten.relu"}
     # one record per call, as 0.2's `calls`
     assert [layer["metrics"]["calls"]["value"] for layer in report["layers"]] == [1.0] * len(
         report["layers"]
@@ -755,7 +764,7 @@ def test_operator_view_is_the_same_whichever_path_logged_a_call() -> None:
     for _ in range(2):
         report = crawl_module(model, args=args)
         assert _operator_view(dict(report)) == _operator_view(dict(expected))
-        assert report["operator_flops"]["by_module"] == expected["operator_flops"]["by_module"]
+        assert report["operator_flops"]["modules"] == expected["operator_flops"]["modules"]
     calls = {op["operator"]: op["calls"] for op in report["operator_flops"]["counted"]}
     assert calls["aten::addmm"] == 1 and calls["aten::mm"] == 1
 
@@ -825,7 +834,7 @@ def test_operator_flops_by_module_match_a_counter_tracking_the_modules(make: obj
     report = crawl_module(model, args=args)
     with torch.no_grad():
         expected = torchscan.measure_flops(lambda: model(*args), modules=model)
-    assert report["operator_flops"]["by_module"] == expected["operator_flops"]["by_module"]
+    assert report["operator_flops"]["modules"] == expected["operator_flops"]["modules"]
 
 
 def test_by_module_counts_a_recursive_call_once_in_forward_order() -> None:
@@ -852,8 +861,8 @@ def test_by_module_counts_a_recursive_call_once_in_forward_order() -> None:
     report = crawl_module(model, args=args)
     with torch.no_grad():
         expected = torchscan.measure_flops(lambda: model(*args), modules=model)
-    by_module = report["operator_flops"]["by_module"]
-    assert by_module == expected["operator_flops"]["by_module"]
+    by_module = report["operator_flops"]["modules"]
+    assert by_module == expected["operator_flops"]["modules"]
     assert [entry["path"] for entry in by_module] == ["", "first", "body", "body.linear"]
     assert by_module[2]["flops"]["value"] == 3 * 2 * 2 * 4 * 4
 
@@ -1298,7 +1307,7 @@ def test_a_failing_shape_formula_leaves_its_operator_uncounted_and_says_why() ->
     assert section["total"]["status"] == "partial" and section["total"]["known_value"] == 0.0
     messages = [d["message"] for d in report["diagnostics"]]
     assert any("failed on 2 calls (ZeroDivisionError: nope" in message for message in messages)
-    by_module = {entry["path"]: entry["flops"] for entry in section["by_module"]}
+    by_module = {entry["path"]: entry["flops"] for entry in section["modules"]}
     assert by_module["0"]["status"] == by_module["2"]["status"] == "partial"
     assert by_module["1"]["status"] == "complete"  # the ReLU ran no addmm
     assert by_module[""]["reason"] == "uncounted operators ran inside this module: aten::addmm"

@@ -114,7 +114,7 @@ def excluded(report: Any) -> dict[str, str]:
 
 
 def by_module(report: Any) -> dict[str, Any]:
-    return {entry["path"]: entry["flops"] for entry in report["operator_flops"]["by_module"]}
+    return {entry["path"]: entry["flops"] for entry in report["operator_flops"]["modules"]}
 
 
 def flop_counter_total(fn: Callable[[], Any]) -> int:
@@ -207,14 +207,23 @@ def test_the_view_is_repeated_in_torchscan_02s_layout() -> None:
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
     x = torch.randn(2, 4)
     report = measure_flops(lambda: model(x), modules=model)
-    assert report["by_operator"] == {"aten::addmm": 2 * 2 * 4 * 4}
-    assert report["by_module"] == {"": 64.0, "0": 64.0, "1": 0.0}
-    assert report["ignored_operators"]["aten::relu"] == {
+    # 0.2's names: PyTorch's packet names and FlopCounterMode's module names
+    assert report["by_operator"] == {"aten.addmm": 2 * 2 * 4 * 4}
+    assert report["by_module"] == {"Sequential": 64.0, "Sequential.0": 64.0, "Sequential.1": 0.0}
+    assert report["ignored_operators"]["aten.relu"] == {
         "calls": 1,
         "reason": "excluded by convention: elementwise arithmetic and activations",
     }
     excluded = report["operator_flops"]["excluded"]
-    assert set(report["ignored_operators"]) == {op["operator"] for op in excluded}
+    assert set(report["ignored_operators"]) == {
+        op["operator"].replace("::", ".") for op in excluded
+    }
+    # The same views inside operator_flops, as 0.2's analysis report nested its FlopReport.
+    for key in ("by_operator", "by_module", "ignored_operators"):
+        assert report["operator_flops"][key] == report[key]  # type: ignore[literal-required]
+    # Several modules: named by the caller's names, without a root class.
+    named = measure_flops(lambda: model(x), modules={"net": model})
+    assert named["by_module"] == {"net": 64.0, "net.0": 64.0, "net.1": 0.0}
 
 
 def test_lstm_oracle_in_every_grad_mode() -> None:
@@ -409,7 +418,7 @@ def test_resnet18_forward_oracle_and_modules(resnet18: nn.Module) -> None:
     assert total(report) == 3_628_146_688 == reference
     assert counted(report) == {"aten::addmm": 1_024_000, "aten::convolution": 3_627_122_688}
     modules = by_module(report)
-    assert report["operator_flops"]["by_module"][0]["path"] == ""
+    assert report["operator_flops"]["modules"][0]["path"] == ""
     assert modules[""]["value"] == total(report)
     top = ["conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool"]
     assert sum(modules[name]["value"] for name in [*top, "fc"]) == total(report)
@@ -664,7 +673,7 @@ def test_module_paths_callable_and_module_stack() -> None:
         layer(x)
         assert counter.module_stack == ("",)
     flops = counter.operator_flops()
-    assert [(m["path"], m["flops"]["value"]) for m in flops["by_module"]] == [
+    assert [(m["path"], m["flops"]["value"]) for m in flops["modules"]] == [
         ("", 2_048),
         ("block", 1_024),
     ]
@@ -769,7 +778,7 @@ def test_report_fields() -> None:
     assert report["context"]["device"] == "cpu"
     assert report["context"]["dtypes"] == ["torch.float32"]
     assert report["context"]["model_type"] is None
-    assert report["operator_flops"]["by_module"] == []
+    assert report["operator_flops"]["modules"] == []
     assert excluded(report) == {"aten::t": "data_movement"}
     assert report["operator_flops"]["total"]["unit"] == "FLOPs"
     assert torchscan.validate_report(report) == "flops"

@@ -559,7 +559,18 @@ def test_markup_in_report_strings_executes_nothing(browser: Browser, tmp_path: P
     report["context"]["model_type"] = HOSTILE_SCRIPT
     for layer in report["layers"]:
         layer["type"] = HOSTILE_IMAGE
-    report["operator_flops"]["counted"][0]["operator"] = HOSTILE_SCRIPT
+    flops = report["operator_flops"]
+    flops["counted"][0]["operator"] = HOSTILE_SCRIPT
+    # torchscan 0.2's views follow the names: the operator's, and the root class's for modules
+    flops["by_operator"] = {
+        op["operator"].replace("::", ".", 1): op["flops"] for op in flops["counted"]
+    }
+    flops["by_module"] = {
+        f"{HOSTILE_SCRIPT}.{path}" if path else HOSTILE_SCRIPT: value
+        for path, value in (
+            (entry["path"], entry["flops"]["known_value"]) for entry in flops["modules"]
+        )
+    }
     report["diagnostics"] = [
         {
             "code": "note",

@@ -17,7 +17,7 @@ from ._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, dtype_name, freeze, 
 from .context import capture_context, current_flags
 from .errors import IncompleteAnalysisError, InvalidArgumentError
 from .flops import _MODULE_SCOPE as _PATH_SCOPE
-from .flops import FLOPS_METHOD
+from .flops import FLOPS_METHOD, add_legacy_views
 from .reports import (
     AnalysisReport,
     AnalysisTotals,
@@ -527,7 +527,10 @@ def _structure_operator_flops() -> OperatorFlops:
         "counted": [],
         "excluded": [],
         "uncounted": [],
-        "by_module": [],
+        "modules": [],
+        "by_operator": {},
+        "by_module": {},
+        "ignored_operators": {},
     }
 
 
@@ -592,7 +595,7 @@ def _analyse(
     )
     if counter is not None:
         counter.apply(tallies)
-        operator_flops = counter.report(by_module)
+        operator_flops = counter.report(by_module, type(model).__name__)
         operator_diagnostics = counter.diagnostics()
     else:
         operator_flops, operator_diagnostics = _structure_operator_flops(), []
@@ -993,11 +996,12 @@ def _crawl_counter_class() -> type:
                 stats.uncounted_calls += uncounted
                 stats.failures.extend(failures[: max(0, 3 - len(stats.failures))])
 
-        def report(self, by_module: list[ModuleOperatorFlops]) -> OperatorFlops:
-            """The ``operator_flops`` section, with the FLOPs of every module path."""
+        def report(self, modules: list[ModuleOperatorFlops], root: str) -> OperatorFlops:
+            """The ``operator_flops`` section, with the FLOPs of every module path of ``root``."""
             self._modules = {}
             section = self.operator_flops(scope=_OPERATOR_SCOPE)
-            section["by_module"] = by_module
+            section["modules"] = modules
+            add_legacy_views(section, root)
             return section
 
     return CrawlCounter

@@ -100,7 +100,7 @@ class _ModuleStats:
 def module_operator_flops(
     path: str, flops: int, uncounted: Iterable[str] | None
 ) -> ModuleOperatorFlops:
-    """The ``by_module`` entry of a module path: its FLOPs, partial when ``uncounted`` names any."""
+    """The ``modules`` entry of a module path: its FLOPs, partial when ``uncounted`` names any."""
     if uncounted:
         names = ", ".join(sorted(uncounted))
         reason = f"uncounted operators ran inside this module: {names}"
@@ -235,6 +235,9 @@ class OperatorFlopCounter:
                 f"{type(module_paths).__name__}"
             )
         self._roots = _module_roots(modules)
+        single = _single_module(modules)
+        # torchscan 0.2 named modules from the root's class name (PyTorch's FlopCounterMode).
+        self._root_type: str | None = type(single).__qualname__ if single is not None else None
         self._module_paths = module_paths
         self._formulas = _user_formulas(formulas)
         self._mode: OperatorFlopMode | None = None
@@ -437,16 +440,21 @@ class OperatorFlopCounter:
             total = partial(total_value, "FLOPs", scope, FLOPS_METHOD, reason)
         else:
             total = complete(total_value, "FLOPs", scope, FLOPS_METHOD)
-        by_module: list[ModuleOperatorFlops] = []
+        modules: list[ModuleOperatorFlops] = []
         for path, module in self._modules.items():
-            by_module.append(module_operator_flops(path, module.flops, module.uncounted))
-        return {
+            modules.append(module_operator_flops(path, module.flops, module.uncounted))
+        section: OperatorFlops = {
             "total": total,
             "counted": counted,
             "excluded": excluded,
             "uncounted": uncounted,
-            "by_module": by_module,
+            "modules": modules,
+            "by_operator": {},
+            "by_module": {},
+            "ignored_operators": {},
         }
+        add_legacy_views(section, self._root_type)
+        return section
 
     def diagnostics(self) -> list[Diagnostic]:
         """One ``uncounted_operator`` warning per uncounted operator, sorted by operator name."""
@@ -488,6 +496,41 @@ def _single_module(modules: Any) -> Any:
     return modules if isinstance(modules, torch.nn.Module) else None
 
 
+def legacy_operator_name(operator: str) -> str:
+    """An operator as torchscan 0.2 named it (PyTorch's packet name): ``aten.addmm``."""
+    return operator.replace("::", ".", 1)
+
+
+def add_legacy_views(section: OperatorFlops, root: str | None) -> None:
+    """Fill torchscan 0.2's ``by_operator``, ``by_module`` and ``ignored_operators`` of ``section``.
+
+    They repeat ``counted``, ``modules`` and ``excluded`` under 0.2's names: operators as
+    ``aten.addmm``, modules as the root's class name then the path (``ResNet.layer1.0``; the
+    path alone when ``root`` is ``None``), each sorted by name. The core checks they agree.
+    """
+    reasons = _exclusion_reasons()
+
+    def module_name(path: str) -> str:
+        if root is None:
+            return path
+        return f"{root}.{path}" if path else root
+
+    section["by_operator"] = dict(
+        sorted((legacy_operator_name(op["operator"]), op["flops"]) for op in section["counted"])
+    )
+    section["by_module"] = dict(
+        sorted(
+            (module_name(entry["path"]), known)
+            for entry in section["modules"]
+            if (known := entry["flops"]["known_value"]) is not None
+        )
+    )
+    section["ignored_operators"] = {
+        legacy_operator_name(op["operator"]): {"calls": op["calls"], "reason": reasons[op["class"]]}
+        for op in sorted(section["excluded"], key=lambda op: legacy_operator_name(op["operator"]))
+    }
+
+
 @functools.cache
 def _exclusion_reasons() -> dict[str, str]:
     """The reason torchscan 0.2's ``ignored_operators`` give each exclusion class (the core's)."""
@@ -506,7 +549,7 @@ def measure_flops(
     Args:
         fn: a zero-argument callable: a forward, a training step (backward included), anything.
         modules: a module, a mapping of names to modules or an iterable of modules whose forward
-            calls get an operator-FLOPs breakdown (``operator_flops.by_module``, each module
+            calls get an operator-FLOPs breakdown (``operator_flops.modules``, each module
             inclusive of its children). Backward operators count in the total, not in modules.
         formulas: FLOP formulas for this call only, keyed by operator or ``"namespace::name"``:
             how a custom operator is counted. Each takes the operator's arguments with tensors
@@ -556,16 +599,12 @@ def measure_flops(
         "callable": qualname if isinstance(qualname, str) else None,
         "total": operator_flops["total"].copy(),
         "operator_flops": operator_flops,
-        # torchscan 0.2's layout of the same view, where its callers read it.
-        "by_operator": {op["operator"]: op["flops"] for op in operator_flops["counted"]},
-        "by_module": {
-            entry["path"]: known
-            for entry in sorted(operator_flops["by_module"], key=lambda entry: entry["path"])
-            if (known := entry["flops"]["known_value"]) is not None
-        },
+        # torchscan 0.2's views, at the top where its callers read them.
+        "by_operator": dict(operator_flops["by_operator"]),
+        "by_module": dict(operator_flops["by_module"]),
         "ignored_operators": {
-            op["operator"]: {"calls": op["calls"], "reason": _exclusion_reasons()[op["class"]]}
-            for op in operator_flops["excluded"]
+            name: dict(entry)  # type: ignore[misc]
+            for name, entry in operator_flops["ignored_operators"].items()
         },
     }
     # Our own report must be valid; a problem here is a torchscan bug and is raised as such.

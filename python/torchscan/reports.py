@@ -296,7 +296,10 @@ class OperatorFlops(TypedDict):
     counted: list[CountedOperator]
     excluded: list[ExcludedOperator]
     uncounted: list[UncountedOperator]
-    by_module: list[ModuleOperatorFlops]
+    modules: list[ModuleOperatorFlops]
+    by_operator: dict[str, float]
+    by_module: dict[str, float]
+    ignored_operators: dict[str, IgnoredOperator]
 
 
 class AnalysisTotals(TypedDict):

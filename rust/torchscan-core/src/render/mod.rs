@@ -380,14 +380,14 @@ fn operator_flops_section(title: &str, flops: &OperatorFlops) -> Vec<Section> {
         }),
         ..Section::default()
     }];
-    if !flops.by_module.is_empty() {
+    if !flops.modules.is_empty() {
         sections.push(Section {
             title: "Operator FLOPs by module".to_owned(),
             table: Some(Table {
                 columns: vec!["Module", "Status", "FLOPs"],
                 numeric: vec![false, false, true],
                 rows: flops
-                    .by_module
+                    .modules
                     .iter()
                     .map(|m| Row {
                         indent: 0,

@@ -132,7 +132,74 @@ pub struct OperatorFlops {
     /// Operators without a formula, sorted by name.
     pub uncounted: Vec<UncountedOperator>,
     /// Breakdown by module, in execution order of first call.
-    pub by_module: Vec<ModuleOperatorFlops>,
+    pub modules: Vec<ModuleOperatorFlops>,
+    /// FLOPs of each counted operator, by torchscan 0.2's operator name (`aten.addmm`): the
+    /// `counted` list in 0.2's `by_operator` layout.
+    pub by_operator: BTreeMap<String, f64>,
+    /// Operator FLOPs known for each module (`known_value`, a lower bound where the module's
+    /// entry is partial), by torchscan 0.2's module name (`ResNet.layer1.0`): the `modules`
+    /// list in 0.2's `by_module` layout.
+    pub by_module: BTreeMap<String, f64>,
+    /// The operators excluded by convention, by torchscan 0.2's operator name, with their calls
+    /// and the reason: the `excluded` list in 0.2's `ignored_operators` layout.
+    pub ignored_operators: BTreeMap<String, IgnoredOperator>,
+}
+
+/// An operator's name as torchscan 0.2 (and PyTorch's `OpOverloadPacket`) wrote it:
+/// `aten::addmm` -> `aten.addmm`.
+pub fn legacy_operator_name(operator: &str) -> String {
+    operator.replacen("::", ".", 1)
+}
+
+/// A module's name as torchscan 0.2 (PyTorch's `FlopCounterMode`) wrote it: the root module's
+/// class name, then the path (`ResNet`, `ResNet.layer1.0`). Without a root class (several
+/// modules given), the path alone.
+pub fn legacy_module_name(root: Option<&str>, path: &str) -> String {
+    match root {
+        Some(root) if path.is_empty() => root.to_owned(),
+        Some(root) => format!("{root}.{path}"),
+        None => path.to_owned(),
+    }
+}
+
+/// torchscan 0.2's three views of an [`OperatorFlops`]: `by_operator`, `by_module` and
+/// `ignored_operators`.
+pub type LegacyViews = (
+    BTreeMap<String, f64>,
+    BTreeMap<String, f64>,
+    BTreeMap<String, IgnoredOperator>,
+);
+
+impl OperatorFlops {
+    /// What `by_operator`, `by_module` and `ignored_operators` must be, from `counted`,
+    /// `modules` and `excluded`; `root` is the class name of the module the paths start from.
+    pub fn legacy_views(&self, root: Option<&str>) -> LegacyViews {
+        let by_operator = self
+            .counted
+            .iter()
+            .map(|op| (legacy_operator_name(&op.operator), op.flops))
+            .collect();
+        let by_module = self
+            .modules
+            .iter()
+            .filter_map(|entry| {
+                let known = entry.flops.known_value?;
+                Some((legacy_module_name(root, &entry.path), known))
+            })
+            .collect();
+        let ignored = self
+            .excluded
+            .iter()
+            .map(|op| {
+                let entry = IgnoredOperator {
+                    calls: op.calls,
+                    reason: op.class.reason().to_owned(),
+                };
+                (legacy_operator_name(&op.operator), entry)
+            })
+            .collect();
+        (by_operator, by_module, ignored)
+    }
 }
 
 /// Operator FLOPs of any zero-argument callable (`measure_flops`).
@@ -154,14 +221,11 @@ pub struct FlopReport {
     pub total: MetricResult,
     /// The operator FLOPs view.
     pub operator_flops: OperatorFlops,
-    /// FLOPs of each counted operator, by name: `operator_flops.counted` in torchscan 0.2's
-    /// `by_operator` layout.
+    /// `operator_flops.by_operator`, repeated at the top where torchscan 0.2's callers read it.
     pub by_operator: BTreeMap<String, f64>,
-    /// Operator FLOPs known for each module path (`known_value`, a lower bound where the
-    /// module's entry is partial): `operator_flops.by_module` in torchscan 0.2's layout.
+    /// `operator_flops.by_module`, repeated at the top.
     pub by_module: BTreeMap<String, f64>,
-    /// The operators excluded by convention, by name: `operator_flops.excluded` in torchscan
-    /// 0.2's `ignored_operators` layout.
+    /// `operator_flops.ignored_operators`, repeated at the top.
     pub ignored_operators: BTreeMap<String, IgnoredOperator>,
 }
 

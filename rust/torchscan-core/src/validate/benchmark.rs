@@ -204,7 +204,13 @@ pub(super) fn check_benchmark(c: &mut Checker, report: &BenchmarkReport) {
     });
     match &report.operator_flops {
         Some(flops) => {
-            check_operator_flops(c, "operator_flops", flops, &report.diagnostics);
+            check_operator_flops(
+                c,
+                "operator_flops",
+                flops,
+                &report.diagnostics,
+                report.context.model_type.as_deref(),
+            );
             if metrics.operator_flops.status != flops.total.status
                 || metrics.operator_flops.known_value != flops.total.known_value
             {

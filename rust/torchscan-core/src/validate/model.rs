@@ -5,7 +5,7 @@ use super::{
 };
 use crate::schema::analysis::{AnalysisMode, AnalysisReport, Layer, ReceptiveField};
 use crate::schema::common::{Diagnostic, DiagnosticCode, MetricResult, MetricStatus, ValueMeta};
-use crate::schema::flops::{FlopReport, IgnoredOperator, OperatorFlops};
+use crate::schema::flops::{FlopReport, OperatorFlops};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn check_operator_flops(
@@ -13,6 +13,7 @@ pub(super) fn check_operator_flops(
     key: &str,
     flops: &OperatorFlops,
     diagnostics: &[Diagnostic],
+    root: Option<&str>,
 ) {
     c.at(key, |c| {
         check_metric(c, "total", &flops.total, Some("FLOPs"));
@@ -97,9 +98,9 @@ pub(super) fn check_operator_flops(
                 )
             });
         }
-        c.at("by_module", |c| {
+        c.at("modules", |c| {
             let mut paths = BTreeSet::new();
-            for (index, module) in flops.by_module.iter().enumerate() {
+            for (index, module) in flops.modules.iter().enumerate() {
                 c.at_index(index, |c| {
                     if !paths.insert(module.path.as_str()) {
                         c.problem_at(
@@ -111,6 +112,25 @@ pub(super) fn check_operator_flops(
                 });
             }
         });
+        let (by_operator, by_module, ignored) = flops.legacy_views(root);
+        if flops.by_operator != by_operator {
+            c.problem_at(
+                "by_operator",
+                "must give each operator of counted, by its torchscan 0.2 name (`aten.addmm`), with its flops, and no other",
+            );
+        }
+        if flops.by_module != by_module {
+            c.problem_at(
+                "by_module",
+                "must give the known_value of each modules entry that has one, by its torchscan 0.2 name (root class, then path)",
+            );
+        }
+        if flops.ignored_operators != ignored {
+            c.problem_at(
+                "ignored_operators",
+                "must give each operator of excluded, by its torchscan 0.2 name, with its calls and its class's reason",
+            );
+        }
     });
 }
 
@@ -392,6 +412,7 @@ pub(super) fn check_analysis(c: &mut Checker, report: &AnalysisReport) {
         "operator_flops",
         &report.operator_flops,
         &report.diagnostics,
+        report.context.model_type.as_deref(),
     );
     if report.mode == AnalysisMode::Structure
         && report.operator_flops.total.status != MetricStatus::Unavailable
@@ -420,45 +441,22 @@ pub(super) fn check_flops(c: &mut Checker, report: &FlopReport) {
         "operator_flops",
         &report.operator_flops,
         &report.diagnostics,
+        report.context.model_type.as_deref(),
     );
     let view = &report.operator_flops;
-    let by_operator: BTreeMap<String, f64> = view
-        .counted
-        .iter()
-        .map(|op| (op.operator.clone(), op.flops))
-        .collect();
-    if report.by_operator != by_operator {
-        c.problem_at(
-            "by_operator",
-            "must give each operator of operator_flops.counted with its flops, and no other",
-        );
-    }
-    let by_module: BTreeMap<String, f64> = view
-        .by_module
-        .iter()
-        .filter_map(|entry| Some((entry.path.clone(), entry.flops.known_value?)))
-        .collect();
-    if report.by_module != by_module {
-        c.problem_at(
-            "by_module",
-            "must give the known_value of each operator_flops.by_module entry that has one, by path",
-        );
-    }
-    let ignored: BTreeMap<String, IgnoredOperator> = view
-        .excluded
-        .iter()
-        .map(|op| {
-            let entry = IgnoredOperator {
-                calls: op.calls,
-                reason: op.class.reason().to_owned(),
-            };
-            (op.operator.clone(), entry)
-        })
-        .collect();
-    if report.ignored_operators != ignored {
-        c.problem_at(
+    for (key, same) in [
+        ("by_operator", report.by_operator == view.by_operator),
+        ("by_module", report.by_module == view.by_module),
+        (
             "ignored_operators",
-            "must give each operator of operator_flops.excluded with its calls and its class's reason",
-        );
+            report.ignored_operators == view.ignored_operators,
+        ),
+    ] {
+        if !same {
+            c.problem_at(
+                key,
+                format!("must equal operator_flops.{key} (the same view, repeated at the top)"),
+            );
+        }
     }
 }
