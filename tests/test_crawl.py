@@ -434,6 +434,31 @@ def test_summary_accepts_torchscan_02_arguments(capsys: pytest.CaptureFixture[st
         summary(TinyCNN(), (3, 16, 16), wrap_mode="top", mode="structure")
 
 
+def test_summary_shows_the_receptive_field_when_asked(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    model = nn.Sequential(
+        nn.Conv2d(3, 8, 3), nn.MaxPool2d(2), nn.Conv2d(8, 8, (3, 1), stride=2), nn.Flatten()
+    )
+    report = summary(model, (3, 32, 32), None, None, True, True)  # torchscan 0.2's positions
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split("  ")[-3:] == ["Receptive field", "Eff. stride", "Eff. padding"]
+    # 3x3 conv: 3; 2x2 pool, stride 2: 3 + 1 = 4; (3, 1) conv, stride 2: 4 + 2 * 2 and 4
+    assert [line.split()[-3:] for line in lines[4:8]] == [
+        ["3", "1", "0"],
+        ["4", "2", "0"],
+        ["8x4", "4", "0"],
+        ["-", "-", "-"],  # no spatial dimensions
+    ]
+    assert report["layers"][3]["receptive_field"]["size"] == [8.0, 4.0]
+    plain = torchscan.format_summary(report)
+    assert "Receptive field" not in plain and "Eff. stride" not in plain
+    only_field = torchscan.format_summary(report, receptive_field=True)
+    assert "Receptive field" in only_field and "Eff. stride" not in only_field
+    with pytest.raises(InvalidArgumentError, match="receptive_field must be True or False"):
+        summary(model, (3, 32, 32), receptive_field="yes")
+
+
 def test_summary_max_depth_hides_deeper_layers() -> None:
     deep, shallow = io.StringIO(), io.StringIO()
     summary(ResNet18(), (3, 32, 32), mode="structure", file=deep)

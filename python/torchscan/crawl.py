@@ -784,10 +784,11 @@ def summary(
     Takes the arguments of :func:`crawl_module` (``dtype`` by keyword) plus display options:
     ``max_depth`` hides layers nested deeper than that; ``file`` is where the table goes
     (standard output by default). The positional order is torchscan 0.2's, so its callers keep
-    working: ``wrap_mode`` (``"mid"``, ``"end"`` or ``None``), ``receptive_field`` and
-    ``effective_rf_stats`` are accepted. The table names each layer by its own name, indented, so
-    there is no dotted path for ``wrap_mode`` to shorten; the receptive field is always in the
-    report. With ``strict=True`` the table is printed before
+    working: ``wrap_mode`` (``"mid"``, ``"end"`` or ``None``), ``receptive_field`` (adds each
+    layer's receptive field to the table) and ``effective_rf_stats`` (adds its effective stride
+    and padding). The table names each layer by its own name, indented, so there is no dotted
+    path for ``wrap_mode`` to shorten; the receptive field is always in the report, whatever the
+    table shows. With ``strict=True`` the table is printed before
     :class:`~torchscan.IncompleteAnalysisError` is raised.
     """
     if wrap_mode is not None and wrap_mode not in _WRAP_MODES:
@@ -798,12 +799,22 @@ def summary(
         isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0
     ):
         raise InvalidArgumentError(f"max_depth must be a non-negative integer, got {max_depth!r}")
-    del receptive_field, effective_rf_stats
+    for name, flag in (
+        ("receptive_field", receptive_field),
+        ("effective_rf_stats", effective_rf_stats),
+    ):
+        if not isinstance(flag, bool):
+            raise InvalidArgumentError(f"{name} must be True or False, got {flag!r}")
     with _collection_paused():
         report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
     from .validation import format_summary
 
-    text = format_summary(report, max_depth=max_depth)
+    text = format_summary(
+        report,
+        max_depth=max_depth,
+        receptive_field=receptive_field,
+        effective_rf_stats=effective_rf_stats,
+    )
     print(text, end="", file=file if file is not None else sys.stdout)
     if strict:
         _strict_check(report)

@@ -67,19 +67,34 @@ def validate_report(report: ReportInput) -> str:
         raise ReportValidationError(_problems(error)) from None
 
 
-def format_summary(report: ReportInput, *, max_depth: int | None = None) -> str:
+def format_summary(
+    report: ReportInput,
+    *,
+    max_depth: int | None = None,
+    receptive_field: bool = False,
+    effective_rf_stats: bool = False,
+) -> str:
     """Return the text summary of a valid report: the lines ``torchscan-report summary`` prints.
 
     ``max_depth`` hides analysis layers nested deeper than that (the root's children are depth
-    1). Raises :class:`ReportValidationError` when the report is invalid. Programs should read the
-    JSON, never this text.
+    1). ``receptive_field`` adds each layer's receptive field to the analysis table, and
+    ``effective_rf_stats`` its effective stride and padding (one number when every spatial
+    dimension agrees, else one per dimension such as ``7x3``). Raises
+    :class:`ReportValidationError` when the report is invalid. Programs should read the JSON,
+    never this text.
     """
     if max_depth is not None and (
         isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0
     ):
         raise TypeError(f"max_depth must be a non-negative integer or None, got {max_depth!r}")
+    for name, flag in (
+        ("receptive_field", receptive_field),
+        ("effective_rf_stats", effective_rf_stats),
+    ):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{name} must be True or False, got {flag!r}")
     text = report_json(report)
     try:
-        return _core.format_summary_json(text, max_depth)
+        return _core.format_summary_json(text, max_depth, receptive_field, effective_rf_stats)
     except _core.CoreValidationError as error:
         raise ReportValidationError(_problems(error)) from None

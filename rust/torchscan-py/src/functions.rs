@@ -17,11 +17,22 @@ fn validate_report_json(py: Python<'_>, text: &str) -> PyResult<String> {
 }
 
 /// The text summary of report JSON text; raises `CoreValidationError` when invalid.
-/// `max_depth` hides analysis layers nested deeper than that.
+/// `max_depth` hides analysis layers nested deeper than that; `receptive_field` and
+/// `effective_rf_stats` add the layers' receptive field, and effective stride and padding.
 #[pyfunction]
-#[pyo3(signature = (text, max_depth=None))]
-fn format_summary_json(py: Python<'_>, text: &str, max_depth: Option<u64>) -> PyResult<String> {
-    let options = torchscan_core::SummaryOptions { max_depth };
+#[pyo3(signature = (text, max_depth=None, receptive_field=false, effective_rf_stats=false))]
+fn format_summary_json(
+    py: Python<'_>,
+    text: &str,
+    max_depth: Option<u64>,
+    receptive_field: bool,
+    effective_rf_stats: bool,
+) -> PyResult<String> {
+    let options = torchscan_core::SummaryOptions {
+        max_depth,
+        receptive_field,
+        effective_rf_stats,
+    };
     let outcome = py.detach(|| torchscan_core::read_report(text));
     outcome
         .map(|report| torchscan_core::format_summary_with(&report, &options))

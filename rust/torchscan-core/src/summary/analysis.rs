@@ -61,6 +61,28 @@ pub(crate) fn shape_text(meta: &ValueMeta) -> String {
     }
 }
 
+/// A receptive-field quantity as a table cell: one number when every spatial dimension has the
+/// same, else one per dimension (`7x3`); `>=` before lower bounds; `-` when unavailable.
+fn field_cell(status: MetricStatus, values: Option<&[f64]>) -> String {
+    let Some(values) = values.filter(|values| !values.is_empty()) else {
+        return "-".to_owned();
+    };
+    let text = if values.iter().all(|value| *value == values[0]) {
+        group_thousands(values[0], 0)
+    } else {
+        values
+            .iter()
+            .map(|value| group_thousands(*value, 0))
+            .collect::<Vec<_>>()
+            .join("x")
+    };
+    match status {
+        MetricStatus::Complete => text,
+        MetricStatus::Partial => format!(">={text}"),
+        MetricStatus::Unavailable => "-".to_owned(),
+    }
+}
+
 /// A metric as a table cell: the number, `>=` a lower bound, or `-` when unavailable.
 fn metric_cell(metric: &MetricResult) -> String {
     match (metric.status, metric.known_value) {
@@ -99,7 +121,7 @@ pub(super) fn summarize_analysis(
             threads_text(context.torch_threads)
         ),
     );
-    let headers = [
+    let mut headers = vec![
         "Layer (type)",
         "Output shape",
         "Params",
@@ -107,7 +129,13 @@ pub(super) fn summarize_analysis(
         "FLOPs",
         "MACs",
     ];
-    let rows: Vec<[String; 6]> = report
+    if options.receptive_field {
+        headers.push("Receptive field");
+    }
+    if options.effective_rf_stats {
+        headers.extend(["Eff. stride", "Eff. padding"]);
+    }
+    let rows: Vec<Vec<String>> = report
         .layers
         .iter()
         .filter(|layer| !layer.path.is_empty())
@@ -124,7 +152,7 @@ pub(super) fn summarize_analysis(
                 String::new()
             };
             let indent = "  ".repeat(layer.depth.saturating_sub(1) as usize);
-            [
+            let mut row = vec![
                 truncate(&format!("{indent}{name}{call} ({})", layer.type_name), 48),
                 truncate(&shape_text(&layer.output), 28),
                 group_thousands(
@@ -134,18 +162,27 @@ pub(super) fn summarize_analysis(
                 group_thousands(layer.parameters.trainable as f64, 0),
                 metric_cell(&layer.metrics.module_flops),
                 metric_cell(&layer.metrics.macs),
-            ]
+            ];
+            let field = &layer.receptive_field;
+            if options.receptive_field {
+                row.push(field_cell(field.status, field.size.as_deref()));
+            }
+            if options.effective_rf_stats {
+                row.push(field_cell(field.status, field.stride.as_deref()));
+                row.push(field_cell(field.status, field.padding.as_deref()));
+            }
+            row
         })
         .collect();
-    let mut widths = headers.map(str::len);
+    let mut widths: Vec<usize> = headers.iter().map(|header| header.len()).collect();
     for row in &rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let format_row = |cells: [&str; 6]| {
+    let format_row = |cells: &[&str]| {
         let mut line = String::new();
-        for (index, (cell, width)) in cells.iter().zip(widths).enumerate() {
+        for (index, (cell, width)) in cells.iter().zip(&widths).enumerate() {
             if index > 0 {
                 line.push_str("  ");
             }
@@ -160,17 +197,14 @@ pub(super) fn summarize_analysis(
         }
         line.trim_end().to_owned()
     };
-    let header_line = format_row(headers);
+    let header_line = format_row(&headers);
     let rule = "-".repeat(header_line.chars().count());
     push_line(out, 0, &rule);
     push_line(out, 0, &header_line);
     push_line(out, 0, &rule);
     for row in &rows {
-        push_line(
-            out,
-            0,
-            &format_row([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]),
-        );
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        push_line(out, 0, &format_row(&cells));
     }
     push_line(out, 0, &rule);
     let totals = &report.totals;

@@ -118,6 +118,12 @@ fn threads_text(threads: Option<u64>) -> String {
 pub struct SummaryOptions {
     /// Hide analysis layers nested deeper than this (the root's children are depth 1).
     pub max_depth: Option<u64>,
+    /// Add each layer's receptive field to the analysis table (torchscan 0.2's
+    /// `receptive_field=True`).
+    pub receptive_field: bool,
+    /// Add each layer's effective stride and padding to the analysis table (torchscan 0.2's
+    /// `effective_rf_stats=True`).
+    pub effective_rf_stats: bool,
 }
 
 /// The text summary of a report: deterministic, one trailing newline.
