@@ -459,6 +459,17 @@ def test_summary_shows_the_receptive_field_when_asked(
         summary(model, (3, 32, 32), receptive_field="yes")
 
 
+def test_summary_of_a_single_module_shows_its_row() -> None:
+    buffer = io.StringIO()
+    summary(nn.Conv2d(3, 8, 3), (3, 32, 32), file=buffer)
+    lines = buffer.getvalue().splitlines()
+    assert lines[4].split() == [
+        *("conv2d", "(Conv2d)", "[1,", "8,", "30,", "30]"),
+        *("224", "224", "388,800", "194,400"),
+    ]
+    assert lines[5].startswith("---")
+
+
 def test_summary_max_depth_hides_deeper_layers() -> None:
     deep, shallow = io.StringIO(), io.StringIO()
     summary(ResNet18(), (3, 32, 32), mode="structure", file=deep)

@@ -135,17 +135,20 @@ pub(super) fn summarize_analysis(
     if options.effective_rf_stats {
         headers.extend(["Eff. stride", "Eff. padding"]);
     }
+    // The root's row is the whole model, which the totals already give; a model that is a single
+    // module (no children) is shown as its own row, so the table is never empty.
+    let root_only = report.layers.iter().all(|layer| layer.path.is_empty());
     let rows: Vec<Vec<String>> = report
         .layers
         .iter()
-        .filter(|layer| !layer.path.is_empty())
+        .filter(|layer| root_only || !layer.path.is_empty())
         .filter(|layer| {
             options
                 .max_depth
                 .is_none_or(|max_depth| layer.depth <= max_depth)
         })
         .map(|layer| {
-            let name = layer.path.rsplit('.').next().unwrap_or(&layer.path);
+            let name = &layer.name;
             let call = if layer.call_index > 0 {
                 format!(" #{}", layer.call_index + 1)
             } else {
