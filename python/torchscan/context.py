@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from . import _core
+from ._values import dtype_name
 from .reports import Context, Flags
 
 __all__ = ["THREAD_ENV_VARS", "capture_context", "cpu_model", "current_flags", "device_name"]
@@ -75,10 +76,6 @@ def _flags() -> Flags:
     }
 
 
-def _dtype_name(dtype: Any) -> str:
-    return str(dtype)  # as PyTorch names it: torch.float32
-
-
 def capture_context(
     device: Any = None,
     dtypes: Iterable[Any] = (),
@@ -96,7 +93,7 @@ def capture_context(
     """
     import torch
 
-    names = sorted({_dtype_name(dtype) for dtype in dtypes})
+    names = sorted({dtype_name(dtype) for dtype in dtypes})
     return {
         "torchscan_version": _core.__version__,
         "torch_version": str(torch.__version__),

@@ -308,8 +308,8 @@ fn context_differences(baseline: &Context, candidate: &Context) -> Vec<String> {
     );
     note(
         "dtypes",
-        dtypes_text(&baseline.dtypes),
-        dtypes_text(&candidate.dtypes),
+        crate::schema::common::dtypes_text(&baseline.dtypes, ","),
+        crate::schema::common::dtypes_text(&candidate.dtypes, ","),
     );
     note(
         "torch version",
@@ -683,15 +683,6 @@ pub fn compare_benchmarks_json_with(
         return Err(BenchCompareFailure::Internal(problems));
     }
     Ok(crate::to_json_text(&wrapped))
-}
-
-/// Context dtypes as text, without PyTorch's `torch.` prefix: `float32,bfloat16`.
-fn dtypes_text(dtypes: &[String]) -> String {
-    dtypes
-        .iter()
-        .map(|dtype| crate::schema::common::dtype_text(dtype))
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 #[cfg(test)]

@@ -750,11 +750,7 @@ fn dtypes_text(dtypes: &[String]) -> String {
     if dtypes.is_empty() {
         "none".to_owned()
     } else {
-        dtypes
-            .iter()
-            .map(|dtype| crate::schema::common::dtype_text(dtype))
-            .collect::<Vec<_>>()
-            .join(", ")
+        crate::schema::common::dtypes_text(dtypes, ", ")
     }
 }
 

@@ -286,12 +286,7 @@ fn context_facts(context: &Context) -> Vec<Fact> {
     if !context.dtypes.is_empty() {
         facts.push(fact(
             "dtypes",
-            context
-                .dtypes
-                .iter()
-                .map(|dtype| crate::schema::common::dtype_text(dtype))
-                .collect::<Vec<_>>()
-                .join(", "),
+            crate::schema::common::dtypes_text(&context.dtypes, ", "),
         ));
     }
     facts

@@ -383,6 +383,15 @@ pub fn dtype_text(dtype: &str) -> &str {
     dtype.strip_prefix("torch.").unwrap_or(dtype)
 }
 
+/// Dtype names for text, without the `torch.` prefix, joined by `separator`.
+pub fn dtypes_text(dtypes: &[String], separator: &str) -> String {
+    dtypes
+        .iter()
+        .map(|dtype| dtype_text(dtype))
+        .collect::<Vec<_>>()
+        .join(separator)
+}
+
 impl TensorMeta {
     /// The dtype without PyTorch's `torch.` prefix, for text: `float32`.
     pub fn dtype_text(&self) -> &str {
