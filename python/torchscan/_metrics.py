@@ -4,14 +4,40 @@ from __future__ import annotations
 
 from .reports import MetricResult
 
-__all__ = ["complete", "metric_result", "partial", "unavailable", "weaker_status"]
+__all__ = [
+    "INTEGRAL_UNITS",
+    "complete",
+    "metric_result",
+    "partial",
+    "report_number",
+    "unavailable",
+    "weaker_status",
+]
 
 _ORDER = {"complete": 0, "partial": 1, "unavailable": 2}
+
+#: Units of whole things: their whole numbers are ``int`` (JSON integers), as in torchscan 0.2.
+INTEGRAL_UNITS = frozenset({"B", "FLOPs", "MACs", "DMAs", "count"})
+
+#: 2**53: every integer up to this magnitude is exact as a float (and in JavaScript).
+MAX_EXACT_INTEGER = 2**53
+
+
+def report_number(value: float, unit: str) -> float:
+    """``value`` as a report writes it in ``unit`` (the core's rule).
+
+    An ``int`` for a whole number of whole things (bytes, FLOPs, MACs, DMAs, counts) up to 2**53,
+    else a ``float``.
+    """
+    number = float(value)
+    if unit in INTEGRAL_UNITS and number.is_integer() and abs(number) <= MAX_EXACT_INTEGER:
+        return int(number)
+    return number
 
 
 def complete(value: float, unit: str, scope: str, method: str) -> MetricResult:
     """A complete metric: ``value == known_value``."""
-    number = float(value)
+    number = report_number(value, unit)
     return {
         "status": "complete",
         "value": number,
@@ -28,7 +54,7 @@ def partial(known_value: float, unit: str, scope: str, method: str, reason: str)
     return {
         "status": "partial",
         "value": None,
-        "known_value": float(known_value),
+        "known_value": report_number(known_value, unit),
         "unit": unit,
         "scope": scope,
         "method": method,

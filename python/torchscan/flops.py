@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from . import _core
-from ._metrics import complete, partial
+from ._metrics import complete, partial, report_number
 from .errors import InvalidArgumentError
 from .reports import (
     CountedOperator,
@@ -428,7 +428,9 @@ class OperatorFlopCounter:
                 # out of the total, which stays the sum of the ``counted`` list.
                 uncounted.append({"operator": name, "calls": op.calls})
             elif op.counted_calls:
-                counted.append({"operator": name, "calls": op.calls, "flops": float(op.flops)})
+                counted.append(
+                    {"operator": name, "calls": op.calls, "flops": report_number(op.flops, "FLOPs")}
+                )
             else:
                 assert op.exclusion is not None
                 excluded.append({"operator": name, "calls": op.calls, "class": op.exclusion})

@@ -640,7 +640,7 @@ fn invalid_input_lists_the_problems_of_each_side() {
 #[test]
 fn non_finite_numbers_are_invalid_input_not_a_panic() {
     let valid = fixture_text("analysis_small_cnn.json");
-    let broken = valid.replacen("1256.0", "NaN", 1);
+    let broken = valid.replacen("\"value\": 1256,", "\"value\": NaN,", 1);
     let failure = compare_report_texts(&broken, &valid).expect_err("NaN");
     let problems = failure.problems();
     assert_eq!(problems[0].path, "before:$.totals.parameter_bytes.value");

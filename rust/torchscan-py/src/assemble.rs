@@ -9,10 +9,13 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use pyo3::IntoPyObjectExt;
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
+
+use torchscan_core::schema::common::exact_integer;
 
 use crate::calls::{CallRecorder, TensorSpec, shape_elements};
 use crate::fields::{FieldTracker, unavailable};
@@ -156,6 +159,15 @@ fn field_numbers<'py>(
     Ok(())
 }
 
+/// A number of whole things as the report writes it: a Python `int` when it is a whole number an
+/// `f64` holds exactly, else a `float` (the core's [`exact_integer`] rule).
+fn whole_number(py: Python<'_>, value: f64) -> PyResult<Bound<'_, PyAny>> {
+    match exact_integer(value) {
+        Some(whole) => whole.into_bound_py_any(py),
+        None => value.into_bound_py_any(py),
+    }
+}
+
 /// A module estimate: complete, or partial with what is known and why the rest is missing.
 struct Metric {
     known: f64,
@@ -173,17 +185,18 @@ impl Metric {
         scope: &Bound<'py, PyString>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let metric = METRIC.dict(py)?;
+        let known = whole_number(py, self.known)?;
         match &self.reason {
             None => {
                 metric.set_item(intern!(py, "status"), intern!(py, "complete"))?;
-                metric.set_item(intern!(py, "value"), self.known)?;
+                metric.set_item(intern!(py, "value"), &known)?;
             }
             Some(reason) => {
                 metric.set_item(intern!(py, "status"), intern!(py, "partial"))?;
                 metric.set_item(intern!(py, "reason"), reason)?;
             }
         }
-        metric.set_item(intern!(py, "known_value"), self.known)?;
+        metric.set_item(intern!(py, "known_value"), known)?;
         metric.set_item(intern!(py, "unit"), unit)?;
         metric.set_item(intern!(py, "scope"), scope)?;
         metric.set_item(intern!(py, "method"), self.method.bind(py))?;
@@ -195,8 +208,8 @@ impl Metric {
 fn one_call(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let metric = METRIC.dict(py)?;
     metric.set_item(intern!(py, "status"), intern!(py, "complete"))?;
-    metric.set_item(intern!(py, "value"), 1.0)?;
-    metric.set_item(intern!(py, "known_value"), 1.0)?;
+    metric.set_item(intern!(py, "value"), 1)?;
+    metric.set_item(intern!(py, "known_value"), 1)?;
     metric.set_item(intern!(py, "unit"), intern!(py, "count"))?;
     metric.set_item(
         intern!(py, "scope"),

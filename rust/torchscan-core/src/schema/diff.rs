@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::analysis::LayerMetrics;
-use super::common::{Context, Diagnostic, MetricResult, MetricStatus, SchemaVersionV1};
+use super::common::{Context, Diagnostic, MetricResult, MetricStatus, SchemaVersionV1, whole};
 
 kind_tag!(ReportDiffKind, "report_diff");
 
@@ -22,7 +22,9 @@ pub struct TotalDelta {
     pub before: MetricResult,
     /// The total after, as its report states it.
     pub after: MetricResult,
-    /// `after.value - before.value`; null unless both sides are complete.
+    /// `after.value - before.value`; null unless both sides are complete. Every total and layer
+    /// metric of an analysis counts whole things, so a whole delta is a JSON integer.
+    #[serde(serialize_with = "whole::option")]
     pub delta: Option<f64>,
     /// Why the delta is null.
     #[serde(default)]
@@ -51,7 +53,9 @@ pub struct LayerRef {
 pub struct LayerMetricDelta {
     /// The weaker status of the two sides; the delta is given only when `complete`.
     pub status: MetricStatus,
-    /// `after.value - before.value`; null unless both sides are complete.
+    /// `after.value - before.value`; null unless both sides are complete. Every total and layer
+    /// metric of an analysis counts whole things, so a whole delta is a JSON integer.
+    #[serde(serialize_with = "whole::option")]
     pub delta: Option<f64>,
     /// The metric before.
     pub before: MetricResult,

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::common::{Context, Diagnostic, MetricResult, SchemaVersionV1};
+use super::common::{Context, Diagnostic, MetricResult, SchemaVersionV1, whole};
 
 kind_tag!(FlopsKind, "flops");
 
@@ -37,7 +37,8 @@ pub struct CountedOperator {
     pub operator: String,
     /// How many times it ran.
     pub calls: u64,
-    /// FLOPs counted over all its calls.
+    /// FLOPs counted over all its calls (a JSON integer when whole).
+    #[serde(serialize_with = "whole::serialize")]
     pub flops: f64,
 }
 
@@ -135,10 +136,12 @@ pub struct OperatorFlops {
     pub modules: Vec<ModuleOperatorFlops>,
     /// FLOPs of each counted operator, by torchscan 0.2's operator name (`aten.addmm`): the
     /// `counted` list in 0.2's `by_operator` layout.
+    #[serde(serialize_with = "whole::map")]
     pub by_operator: BTreeMap<String, f64>,
     /// Operator FLOPs known for each module (`known_value`, a lower bound where the module's
     /// entry is partial), by torchscan 0.2's module name (`ResNet.layer1.0`): the `modules`
     /// list in 0.2's `by_module` layout.
+    #[serde(serialize_with = "whole::map")]
     pub by_module: BTreeMap<String, f64>,
     /// The operators excluded by convention, by torchscan 0.2's operator name, with their calls
     /// and the reason: the `excluded` list in 0.2's `ignored_operators` layout.
@@ -222,8 +225,10 @@ pub struct FlopReport {
     /// The operator FLOPs view.
     pub operator_flops: OperatorFlops,
     /// `operator_flops.by_operator`, repeated at the top where torchscan 0.2's callers read it.
+    #[serde(serialize_with = "whole::map")]
     pub by_operator: BTreeMap<String, f64>,
     /// `operator_flops.by_module`, repeated at the top.
+    #[serde(serialize_with = "whole::map")]
     pub by_module: BTreeMap<String, f64>,
     /// `operator_flops.ignored_operators`, repeated at the top.
     pub ignored_operators: BTreeMap<String, IgnoredOperator>,
