@@ -127,6 +127,10 @@ def assert_clean(*modules: nn.Module) -> None:
     """No dispatch mode and no hook is left behind."""
     assert _get_current_dispatch_mode() is None
     assert torch._C._len_torch_dispatch_stack() == 0
+    from torch.nn.modules import module as nn_module
+
+    assert not nn_module._global_forward_pre_hooks
+    assert not nn_module._global_forward_hooks
     for root in modules:
         for module in root.modules():
             assert not module._forward_pre_hooks
@@ -778,7 +782,9 @@ def test_report_fields() -> None:
     assert report["context"]["device"] == "cpu"
     assert report["context"]["dtypes"] == ["torch.float32"]
     assert report["context"]["model_type"] is None
-    assert report["operator_flops"]["modules"] == []
+    # Without modules=, every module that ran is tracked, named as FlopCounterMode names it.
+    assert [entry["path"] for entry in report["operator_flops"]["modules"]] == ["Linear"]
+    assert report["by_module"] == {"Linear": 2 * 8 * 16 * 4}
     assert excluded(report) == {"aten::t": "data_movement"}
     assert report["operator_flops"]["total"]["unit"] == "FLOPs"
     assert torchscan.validate_report(report) == "flops"
@@ -786,6 +792,61 @@ def test_report_fields() -> None:
 
     partial_report = measure_flops(functools.partial(layer, x))
     assert partial_report["callable"] is None
+
+
+def test_without_modules_every_module_that_ran_is_named_as_flopcountermode_names_it() -> None:
+    head = nn.Sequential(nn.Flatten(), nn.Linear(4 * 6 * 6, 2))
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), head)
+    x = torch.randn(1, 3, 8, 8)
+    conv, linear = 2 * 4 * 6 * 6 * 27, 2 * 144 * 2
+    report = measure_flops(lambda: model(x))
+    # PyTorch's FlopCounterMode (torchscan 0.2) gives the same names and numbers; the ReLU and
+    # the Flatten ran only excluded operators, so they are listed with 0 counted FLOPs.
+    assert report["by_module"] == {
+        "Sequential": conv + linear,
+        "Sequential.0": conv,
+        "Sequential.1": 0,
+        "Sequential.2": linear,
+        "Sequential.2.0": 0,
+        "Sequential.2.1": linear,
+    }
+    assert report["operator_flops"]["by_module"] == report["by_module"]
+    assert torchscan.validate_report(report) == "flops"
+    assert_clean(model)
+
+
+def test_modules_met_on_their_own_are_named_by_class_and_called_twice_summed() -> None:
+    first, second = nn.Linear(3, 3), nn.Linear(3, 5)
+    report = measure_flops(lambda: second(first(first(torch.ones(1, 3)))))
+    # Two Linear modules met outside any parent share the name "Linear", as in FlopCounterMode.
+    assert report["by_module"] == {"Linear": 2 * 9 + 2 * 9 + 2 * 15}
+    assert report["total"]["value"] == 66
+    assert_clean(first, second)
+
+
+def test_without_modules_backward_counts_in_the_total_only() -> None:
+    layer = nn.Linear(4, 2)
+    x = torch.randn(3, 4)
+    report = measure_flops(lambda: layer(x).sum().backward())
+    forward = 2 * 3 * 4 * 2
+    assert report["by_module"] == {"Linear": forward}
+    assert report["total"]["value"] == 2 * forward  # and the weight's gradient (x needs none)
+    assert_clean(layer)
+
+
+def test_without_modules_the_hooks_go_away_when_the_callable_raises() -> None:
+    class WorkloadError(Exception):
+        pass
+
+    layer = nn.Linear(4, 2)
+
+    def broken() -> None:
+        layer(torch.ones(1, 4))
+        raise WorkloadError("boom")
+
+    with pytest.raises(WorkloadError):
+        measure_flops(broken)
+    assert_clean(layer)
 
 
 def test_operator_lists_are_sorted() -> None:

@@ -7,6 +7,7 @@ method and scope. Reports follow schema version 1 (``docs/report-schema.md``).
 from __future__ import annotations
 
 from . import _core
+from . import process as process  # torchscan 0.2's submodule: torchscan.process.measure_peak_memory
 from ._metrics import metric_result
 from .check import check_outputs
 from .compare import compare_benchmarks, compare_reports

@@ -51,6 +51,7 @@ UNCOUNTED = 2
 
 __all__ = [
     "FLOPS_METHOD",
+    "CalledModules",
     "FlopFormula",
     "ModulePaths",
     "OperatorFlopCounter",
@@ -136,6 +137,84 @@ def _module_roots(modules: Any) -> list[tuple[str, Any]]:
                 f"{type(name).__name__} -> {type(module).__name__}"
             )
     return roots
+
+
+class CalledModules:
+    """Context manager tracking every module whose forward runs inside it, by global hooks.
+
+    Modules are named as PyTorch's ``FlopCounterMode`` (its ``ModuleTracker``) and torchscan 0.2
+    named them: a module first met outside any named parent gets its class name (``Sequential``),
+    and meeting a module names its whole subtree after it (``Sequential.0``,
+    ``Sequential.0.conv``). Two modules of one class met separately share the name. Give
+    :meth:`active` to :class:`OperatorFlopCounter` as ``module_paths``. The hooks are removed on
+    exit, on every path.
+    """
+
+    def __init__(self) -> None:
+        """Nothing is registered until entered."""
+        self._names: dict[int, str] = {}
+        self._named: set[int] = set()
+        self._held: list[Any] = []  # keeps named modules alive, so their ids stay theirs
+        self._stack: list[str] = []
+        self._calls: list[int] = []  # the module of each stack entry
+        self._handles: list[Any] = []
+
+    def active(self) -> tuple[str, ...]:
+        """The names of the modules running now, outermost first."""
+        return tuple(self._stack)
+
+    def _name(self, module: Any) -> str:
+        key = id(module)
+        name = self._names.get(key)
+        if name is None:
+            name = self._names[key] = type(module).__name__
+            self._held.append(module)
+        if key not in self._named:
+            self._named.add(key)
+            pending = [(module, name)]
+            while pending:
+                parent, prefix = pending.pop()
+                for child_name, child in parent.named_children():
+                    self._names[id(child)] = f"{prefix}.{child_name}"
+                    self._held.append(child)
+                    pending.append((child, f"{prefix}.{child_name}"))
+        return name
+
+    def _pre_hook(self, module: Any, _args: Any) -> None:
+        self._stack.append(self._name(module))
+        self._calls.append(id(module))
+
+    def _post_hook(self, module: Any, _args: Any, _out: Any) -> None:
+        key = id(module)
+        # Normally the top; searching from the top keeps the stack right if another hook raised.
+        for index in range(len(self._calls) - 1, -1, -1):
+            if self._calls[index] == key:
+                del self._calls[index], self._stack[index]
+                return
+
+    def __enter__(self) -> CalledModules:
+        """Register the global forward pre-hook and forward hook."""
+        from torch.nn.modules import module as nn_module
+
+        self._handles.append(nn_module.register_module_forward_pre_hook(self._pre_hook))
+        try:
+            handle = nn_module.register_module_forward_hook(self._post_hook, always_call=True)
+        except BaseException:
+            self._remove()
+            raise
+        self._handles.append(handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Remove the hooks and forget the modules."""
+        self._remove()
+
+    def _remove(self) -> None:
+        handles, self._handles = self._handles, []
+        for handle in handles:
+            handle.remove()
+        self._stack, self._calls = [], []
+        self._names, self._named, self._held = {}, set(), []
 
 
 def _join(prefix: str, name: str) -> str:
@@ -553,6 +632,9 @@ def measure_flops(
         modules: a module, a mapping of names to modules or an iterable of modules whose forward
             calls get an operator-FLOPs breakdown (``operator_flops.modules``, each module
             inclusive of its children). Backward operators count in the total, not in modules.
+            Left out, every module whose forward runs is tracked (global module hooks, removed
+            on every path) and named as PyTorch's ``FlopCounterMode`` and torchscan 0.2 named
+            it: ``Sequential``, ``Sequential.0`` (see :class:`CalledModules`).
         formulas: FLOP formulas for this call only, keyed by operator or ``"namespace::name"``:
             how a custom operator is counted. Each takes the operator's arguments with tensors
             replaced by shapes, plus ``out_shape=``, and returns an ``int`` (PyTorch's
@@ -578,13 +660,21 @@ def measure_flops(
                 "custom_mapping is the former name of formulas; pass one of them, not both"
             )
         formulas = custom_mapping
-    counter = OperatorFlopCounter(modules=modules, formulas=formulas)
+    called = CalledModules() if modules is None else None
+    if called is None:
+        counter = OperatorFlopCounter(modules=modules, formulas=formulas)
+    else:
+        counter = OperatorFlopCounter(module_paths=called.active, formulas=formulas)
     model = _single_module(modules)
     model_type = type(model).__qualname__ if model is not None else None
     training_before = bool(model.training) if model is not None else None
     flags = current_flags()
-    with counter:
-        fn()
+    if called is None:
+        with counter:
+            fn()
+    else:
+        with called, counter:
+            fn()
     qualname = getattr(fn, "__qualname__", None)
     operator_flops = counter.operator_flops(_CALL_SCOPE)
     report: FlopReport = {

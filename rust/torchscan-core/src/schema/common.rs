@@ -822,7 +822,10 @@ mod tests {
         assert_eq!(written(MAX_EXACT_INTEGER, "MACs"), "9007199254740992");
         // A fraction, a magnitude past 2^53 and the other units stay floats.
         assert_eq!(written(1.5, "count"), "1.5");
-        assert_eq!(written(MAX_EXACT_INTEGER * 4.0, "DMAs"), "3.602879701896397e+16");
+        assert_eq!(
+            written(MAX_EXACT_INTEGER * 4.0, "DMAs"),
+            "3.602879701896397e+16"
+        );
         assert_eq!(written(2.0, "s"), "2.0");
         assert_eq!(written(1.0, "ratio"), "1.0");
         assert_eq!(written(10.0, "samples/s"), "10.0");

@@ -114,7 +114,9 @@ pub struct UncountedOperator {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ModuleOperatorFlops {
-    /// Module path; the empty string is the root module.
+    /// Module path; the empty string is the root module. In a `flops` report made without
+    /// `modules=`, every module that ran is named as PyTorch's `FlopCounterMode` names it: its
+    /// class name when met outside a named parent, then the child names (`Sequential.0`).
     pub path: String,
     /// The module's operator FLOPs, partial when an uncounted operator ran inside it.
     pub flops: MetricResult,
