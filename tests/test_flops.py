@@ -430,7 +430,8 @@ def test_resnet18_forward_oracle_and_modules(resnet18: nn.Module) -> None:
     assert modules["layer1"]["value"] == sum(modules[f"layer1.{i}"]["value"] for i in (0, 1))
     assert modules["layer1.0.bn1"]["value"] == 0
     assert all(flops["status"] == "complete" for flops in modules.values())
-    assert report["context"]["model_type"] == "ResNet18"
+    assert report["context"]["model_type"] == "tests.models.ResNet18"
+    assert report["by_module"]["ResNet18.layer1"] == report["by_module"]["ResNet18.layer1.0"] * 2
     assert report["context"]["training_before"] is False
     assert report["context"]["flags"]["grad_enabled"] is False
     assert_clean(resnet18)
@@ -813,6 +814,25 @@ def test_without_modules_every_module_that_ran_is_named_as_flopcountermode_names
     assert report["operator_flops"]["by_module"] == report["by_module"]
     assert torchscan.validate_report(report) == "flops"
     assert_clean(model)
+
+
+def test_a_nested_class_is_qualified_in_the_context_and_named_in_the_views() -> None:
+    class Outer:
+        class Inner(nn.Sequential):
+            pass
+
+    model = Outer.Inner(nn.Linear(3, 2))
+    report = measure_flops(lambda: model(torch.ones(1, 3)), modules=model)
+    # torchscan 0.2's model_type (__module__.__qualname__); FlopCounterMode's names (__name__).
+    assert report["context"]["model_type"] == (
+        "tests.test_flops.test_a_nested_class_is_qualified_in_the_context_and_named_in_the_views"
+        ".<locals>.Outer.Inner"
+    )
+    assert report["by_module"] == {"Inner": 12, "Inner.0": 12}
+    analysis = torchscan.crawl_module(model, (3,))
+    assert analysis["context"]["model_type"] == report["context"]["model_type"]
+    assert analysis["operator_flops"]["by_module"] == {"Inner": 12, "Inner.0": 12}
+    assert torchscan.validate_report(analysis) == "analysis"
 
 
 def test_modules_met_on_their_own_are_named_by_class_and_called_twice_summed() -> None:

@@ -76,6 +76,15 @@ def _flags() -> Flags:
     }
 
 
+def qualified_type_name(obj: Any) -> str:
+    """The class of ``obj`` as a report's ``model_type`` names it (torchscan 0.2's layout).
+
+    ``__module__.__qualname__``, for example ``torch.nn.modules.conv.Conv2d``.
+    """
+    kind = type(obj)
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
 def capture_context(
     device: Any = None,
     dtypes: Iterable[Any] = (),

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from . import _core, _metrics
 from ._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, dtype_name, freeze, iter_tensors
-from .context import capture_context, current_flags
+from .context import capture_context, current_flags, qualified_type_name
 from .errors import IncompleteAnalysisError, InvalidArgumentError
 from .flops import _MODULE_SCOPE as _PATH_SCOPE
 from .flops import FLOPS_METHOD, add_legacy_views
@@ -680,7 +680,7 @@ def _build_report(
         "context": capture_context(
             device,
             dtypes,
-            model_type=type(model).__name__,
+            model_type=qualified_type_name(model),
             training_before=training,
             flags=flags,
             execution_mode="evaluation_no_grad",

@@ -316,7 +316,7 @@ class OperatorFlopCounter:
         self._roots = _module_roots(modules)
         single = _single_module(modules)
         # torchscan 0.2 named modules from the root's class name (PyTorch's FlopCounterMode).
-        self._root_type: str | None = type(single).__qualname__ if single is not None else None
+        self._root_type: str | None = type(single).__name__ if single is not None else None
         self._module_paths = module_paths
         self._formulas = _user_formulas(formulas)
         self._mode: OperatorFlopMode | None = None
@@ -647,7 +647,7 @@ def measure_flops(
     path, ``KeyboardInterrupt`` included.
 
     """
-    from .context import capture_context, current_flags
+    from .context import capture_context, current_flags, qualified_type_name
     from .validation import validate_report
 
     if not callable(fn):
@@ -666,7 +666,7 @@ def measure_flops(
     else:
         counter = OperatorFlopCounter(module_paths=called.active, formulas=formulas)
     model = _single_module(modules)
-    model_type = type(model).__qualname__ if model is not None else None
+    model_type = qualified_type_name(model) if model is not None else None
     training_before = bool(model.training) if model is not None else None
     flags = current_flags()
     if called is None:

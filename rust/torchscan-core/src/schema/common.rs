@@ -416,7 +416,8 @@ pub struct Context {
     /// Floating-point dtypes involved, as PyTorch names them, for example `torch.float32`.
     #[serde(default)]
     pub dtypes: Vec<String>,
-    /// For analyses: the model's class name.
+    /// For analyses (and `flops` reports of one module): the model's class, qualified as
+    /// torchscan 0.2 wrote it (`torchvision.models.resnet.ResNet`: `__module__.__qualname__`).
     #[serde(default)]
     pub model_type: Option<String>,
     /// The model's training flag before the report was made (it is restored afterwards).

@@ -156,6 +156,12 @@ pub fn legacy_operator_name(operator: &str) -> String {
     operator.replacen("::", ".", 1)
 }
 
+/// The class name in a `model_type` (`torchvision.models.resnet.ResNet` -> `ResNet`): its last
+/// dotted component, as `type(model).__name__` gives it (`f.<locals>.M` -> `M`).
+pub fn class_name(model_type: &str) -> &str {
+    model_type.rsplit('.').next().unwrap_or(model_type)
+}
+
 /// A module's name as torchscan 0.2 (PyTorch's `FlopCounterMode`) wrote it: the root module's
 /// class name, then the path (`ResNet`, `ResNet.layer1.0`). Without a root class (several
 /// modules given), the path alone.
@@ -177,8 +183,10 @@ pub type LegacyViews = (
 
 impl OperatorFlops {
     /// What `by_operator`, `by_module` and `ignored_operators` must be, from `counted`,
-    /// `modules` and `excluded`; `root` is the class name of the module the paths start from.
-    pub fn legacy_views(&self, root: Option<&str>) -> LegacyViews {
+    /// `modules` and `excluded`; `model_type` is the context's: the paths start from that
+    /// class (named by [`class_name`]).
+    pub fn legacy_views(&self, model_type: Option<&str>) -> LegacyViews {
+        let root = model_type.map(class_name);
         let by_operator = self
             .counted
             .iter()
@@ -238,7 +246,15 @@ pub struct FlopReport {
 
 #[cfg(test)]
 mod tests {
-    use super::ExclusionClass;
+    use super::{ExclusionClass, class_name};
+
+    #[test]
+    fn a_model_type_names_its_class_by_the_last_component() {
+        assert_eq!(class_name("torchvision.models.resnet.ResNet"), "ResNet");
+        assert_eq!(class_name("tests.test_flops.f.<locals>.M"), "M");
+        assert_eq!(class_name("ResNet"), "ResNet");
+        assert_eq!(class_name(""), "");
+    }
 
     #[test]
     fn every_class_is_named_as_reports_name_it() {

@@ -6,7 +6,7 @@ use super::{
 
 use crate::schema::analysis::AnalysisReport;
 use crate::schema::common::{MetricResult, MetricStatus, ValueMeta};
-use crate::schema::flops::{FlopReport, OperatorFlops};
+use crate::schema::flops::{FlopReport, OperatorFlops, class_name};
 
 /// The shapes of a value as text: `[1, 8, 30, 30]`, `([2], None)`, ...
 pub(crate) fn shape_text(meta: &ValueMeta) -> String {
@@ -116,7 +116,7 @@ pub(super) fn summarize_analysis(
         0,
         &format!(
             "Analysis of {} ({mode} mode, {}, {} PyTorch threads)",
-            context.model_type.as_deref().unwrap_or("a model"),
+            context.model_type.as_deref().map_or("a model", class_name),
             context.device.as_deref().unwrap_or("unknown device"),
             threads_text(context.torch_threads)
         ),

@@ -13,7 +13,7 @@ pub(super) fn check_operator_flops(
     key: &str,
     flops: &OperatorFlops,
     diagnostics: &[Diagnostic],
-    root: Option<&str>,
+    model_type: Option<&str>,
 ) {
     c.at(key, |c| {
         check_metric(c, "total", &flops.total, Some("FLOPs"));
@@ -112,7 +112,7 @@ pub(super) fn check_operator_flops(
                 });
             }
         });
-        let (by_operator, by_module, ignored) = flops.legacy_views(root);
+        let (by_operator, by_module, ignored) = flops.legacy_views(model_type);
         if flops.by_operator != by_operator {
             c.problem_at(
                 "by_operator",
