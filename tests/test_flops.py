@@ -835,6 +835,25 @@ def test_a_nested_class_is_qualified_in_the_context_and_named_in_the_views() -> 
     assert torchscan.validate_report(analysis) == "analysis"
 
 
+def test_flops_reports_written_with_a_qualname_root_stay_valid() -> None:
+    class Outer:
+        class Inner(nn.Sequential):
+            pass
+
+    model = Outer.Inner(nn.Linear(3, 2))
+    report = measure_flops(lambda: model(torch.ones(1, 3)), modules=model)
+    # Before model_type was qualified, it was the __qualname__, and by_module's root with it.
+    old = "test_flops_reports_written_with_a_qualname_root_stay_valid.<locals>.Outer.Inner"
+    report["context"]["model_type"] = old
+    for views in (report, report["operator_flops"]):
+        views["by_module"] = {old: 12, f"{old}.0": 12}
+    assert torchscan.validate_report(report) == "flops"
+    for views in (report, report["operator_flops"]):
+        views["by_module"] = {"Outer": 12, "Outer.0": 12}
+    with pytest.raises(torchscan.ReportValidationError, match="by_module"):
+        torchscan.validate_report(report)
+
+
 def test_modules_met_on_their_own_are_named_by_class_and_called_twice_summed() -> None:
     first, second = nn.Linear(3, 3), nn.Linear(3, 5)
     report = measure_flops(lambda: second(first(first(torch.ones(1, 3)))))
@@ -842,6 +861,65 @@ def test_modules_met_on_their_own_are_named_by_class_and_called_twice_summed() -
     assert report["by_module"] == {"Linear": 2 * 9 + 2 * 9 + 2 * 15}
     assert report["total"]["value"] == 66
     assert_clean(first, second)
+
+
+def test_without_modules_names_follow_flopcountermode_for_shared_and_early_children() -> None:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    def flopcountermode(fn: Callable[[], Any]) -> dict[str, int]:
+        with FlopCounterMode(display=False) as counter:
+            fn()
+        counts = counter.get_flop_counts()
+        return {name: sum(ops.values()) for name, ops in counts.items() if name != "Global"}
+
+    # A module shared by two parents takes the later name; a child called before its parent
+    # keeps the name it got on its own until its parent names it.
+    shared = nn.Linear(2, 2)
+    parents = nn.Sequential(nn.Sequential(shared), nn.Sequential(shared))
+    inner = nn.Sequential(nn.Linear(2, 2))
+    outer = nn.Sequential(inner)
+    x = torch.ones(2, 2)
+    for fn in (lambda: parents(x), lambda: (inner(x), outer(x))):
+        expected = flopcountermode(fn)
+        report = measure_flops(fn)
+        assert {k: v for k, v in report["by_module"].items() if v} == expected
+    assert measure_flops(lambda: parents(x))["by_module"]["Sequential.1.0"] == 2 * 16
+    assert_clean(parents, outer)
+
+
+def test_without_modules_calls_on_other_threads_are_not_attributed() -> None:
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    class Blocker(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            started.set()
+            release.wait(30)
+            return x
+
+    other = threading.Thread(target=lambda: Blocker()(torch.ones(1)))
+    other.start()
+    try:
+        assert started.wait(30)
+        a = torch.ones(4, 4)
+        report = measure_flops(lambda: a @ a)
+    finally:
+        release.set()
+        other.join(30)
+    assert report["total"]["value"] == 128
+    assert report["by_module"] == {}
+
+
+def test_a_class_named_differently_from_its_qualname_gives_a_valid_report() -> None:
+    traced = torch.fx.symbolic_trace(nn.Sequential(nn.Linear(2, 2)))
+    root = type(traced).__qualname__.rsplit(".", 1)[-1]
+    report = measure_flops(lambda: traced(torch.ones(1, 2)), modules=traced)
+    assert report["context"]["model_type"].endswith(type(traced).__qualname__)
+    assert report["by_module"][root] == 8
+    analysis = torchscan.crawl_module(traced, (2,))
+    assert torchscan.validate_report(analysis) == "analysis"
+    assert analysis["operator_flops"]["by_module"][root] == 8
 
 
 def test_without_modules_backward_counts_in_the_total_only() -> None:

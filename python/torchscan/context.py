@@ -85,6 +85,15 @@ def qualified_type_name(obj: Any) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
+def class_name(obj: Any) -> str:
+    """The name torchscan 0.2's ``by_module`` gives ``obj``'s class, as the core reads it.
+
+    The last dotted component of its ``model_type``: ``ResNet`` for
+    ``torchvision.models.resnet.ResNet``.
+    """
+    return type(obj).__qualname__.rsplit(".", 1)[-1]
+
+
 def capture_context(
     device: Any = None,
     dtypes: Iterable[Any] = (),

@@ -14,7 +14,7 @@ from typing import IO, Any
 
 from . import _core, _metrics
 from ._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, dtype_name, freeze, iter_tensors
-from .context import capture_context, current_flags, qualified_type_name
+from .context import capture_context, class_name, current_flags, qualified_type_name
 from .errors import IncompleteAnalysisError, InvalidArgumentError
 from .flops import _MODULE_SCOPE as _PATH_SCOPE
 from .flops import FLOPS_METHOD, add_legacy_views
@@ -595,7 +595,7 @@ def _analyse(
     )
     if counter is not None:
         counter.apply(tallies)
-        operator_flops = counter.report(by_module, type(model).__name__)
+        operator_flops = counter.report(by_module, class_name(model))
         operator_diagnostics = counter.diagnostics()
     else:
         operator_flops, operator_diagnostics = _structure_operator_flops(), []

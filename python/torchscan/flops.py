@@ -19,6 +19,7 @@ fast.
 from __future__ import annotations
 
 import functools
+import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _core
 from ._metrics import complete, partial, report_number
+from .context import class_name
 from .errors import InvalidArgumentError
 from .reports import (
     CountedOperator,
@@ -142,49 +144,73 @@ def _module_roots(modules: Any) -> list[tuple[str, Any]]:
 class CalledModules:
     """Context manager tracking every module whose forward runs inside it, by global hooks.
 
-    Modules are named as PyTorch's ``FlopCounterMode`` (its ``ModuleTracker``) and torchscan 0.2
-    named them: a module first met outside any named parent gets its class name (``Sequential``),
-    and meeting a module names its whole subtree after it (``Sequential.0``,
-    ``Sequential.0.conv``). Two modules of one class met separately share the name. Give
-    :meth:`active` to :class:`OperatorFlopCounter` as ``module_paths``. The hooks are removed on
-    exit, on every path.
+    Modules are named exactly as PyTorch's ``FlopCounterMode`` (its ``ModuleTracker``) and
+    torchscan 0.2 named them: a module met for the first time gets its class's ``__name__``
+    unless a parent already named it, and the first call of a module names its whole subtree
+    after it, depth first (``Sequential.0``, ``Sequential.0.conv``); a module reached again under
+    another parent takes that later name. Two modules of one class met separately share the name.
+    Only calls on the thread that entered are tracked. Give :meth:`active` to
+    :class:`OperatorFlopCounter` as ``module_paths``. The hooks are removed on exit, on every
+    path.
     """
 
     def __init__(self) -> None:
         """Nothing is registered until entered."""
         self._names: dict[int, str] = {}
-        self._named: set[int] = set()
+        self._seen: set[int] = set()  # modules whose subtree has been named
         self._held: list[Any] = []  # keeps named modules alive, so their ids stay theirs
         self._stack: list[str] = []
         self._calls: list[int] = []  # the module of each stack entry
         self._handles: list[Any] = []
+        self._thread: int | None = None
 
     def active(self) -> tuple[str, ...]:
         """The names of the modules running now, outermost first."""
         return tuple(self._stack)
 
     def _name(self, module: Any) -> str:
+        """``ModuleTracker._get_mod_name``, walked without recursion."""
         key = id(module)
-        name = self._names.get(key)
-        if name is None:
-            name = self._names[key] = type(module).__name__
+        if key not in self._names:
+            self._names[key] = type(module).__name__
             self._held.append(module)
-        if key not in self._named:
-            self._named.add(key)
-            pending = [(module, name)]
-            while pending:
-                parent, prefix = pending.pop()
-                for child_name, child in parent.named_children():
-                    self._names[id(child)] = f"{prefix}.{child_name}"
-                    self._held.append(child)
-                    pending.append((child, f"{prefix}.{child_name}"))
+        name = self._names[key]
+        if key in self._seen:
+            return name
+        # Each frame: a module and the iterator over its children; a child is named, then its
+        # own subtree is walked before its next sibling, and a module is seen once walked.
+        frames = [(module, name, iter(module.named_children()))]
+        while frames:
+            parent, prefix, children = frames[-1]
+            step = next(children, None)
+            if step is None:
+                frames.pop()
+                self._seen.add(id(parent))
+                continue
+            child_name, child = step
+            child_key = id(child)
+            child_path = self._names[child_key] = f"{prefix}.{child_name}"
+            self._held.append(child)
+            if child_key not in self._seen:
+                frames.append((child, child_path, iter(child.named_children())))
         return name
 
     def _pre_hook(self, module: Any, _args: Any) -> None:
-        self._stack.append(self._name(module))
-        self._calls.append(id(module))
+        if threading.get_ident() != self._thread:
+            return
+        try:
+            name = self._name(module)
+        except BaseException:
+            # The forward hook still runs (always_call) and pops this call's entry.
+            name = type(module).__name__
+            raise
+        finally:
+            self._stack.append(name)
+            self._calls.append(id(module))
 
     def _post_hook(self, module: Any, _args: Any, _out: Any) -> None:
+        if threading.get_ident() != self._thread:
+            return
         key = id(module)
         # Normally the top; searching from the top keeps the stack right if another hook raised.
         for index in range(len(self._calls) - 1, -1, -1):
@@ -196,6 +222,7 @@ class CalledModules:
         """Register the global forward pre-hook and forward hook."""
         from torch.nn.modules import module as nn_module
 
+        self._thread = threading.get_ident()
         self._handles.append(nn_module.register_module_forward_pre_hook(self._pre_hook))
         try:
             handle = nn_module.register_module_forward_hook(self._post_hook, always_call=True)
@@ -214,7 +241,8 @@ class CalledModules:
         for handle in handles:
             handle.remove()
         self._stack, self._calls = [], []
-        self._names, self._named, self._held = {}, set(), []
+        self._names, self._seen, self._held = {}, set(), []
+        self._thread = None
 
 
 def _join(prefix: str, name: str) -> str:
@@ -316,7 +344,7 @@ class OperatorFlopCounter:
         self._roots = _module_roots(modules)
         single = _single_module(modules)
         # torchscan 0.2 named modules from the root's class name (PyTorch's FlopCounterMode).
-        self._root_type: str | None = type(single).__name__ if single is not None else None
+        self._root_type: str | None = class_name(single) if single is not None else None
         self._module_paths = module_paths
         self._formulas = _user_formulas(formulas)
         self._mode: OperatorFlopMode | None = None
@@ -632,9 +660,10 @@ def measure_flops(
         modules: a module, a mapping of names to modules or an iterable of modules whose forward
             calls get an operator-FLOPs breakdown (``operator_flops.modules``, each module
             inclusive of its children). Backward operators count in the total, not in modules.
-            Left out, every module whose forward runs is tracked (global module hooks, removed
-            on every path) and named as PyTorch's ``FlopCounterMode`` and torchscan 0.2 named
-            it: ``Sequential``, ``Sequential.0`` (see :class:`CalledModules`).
+            Left out, every module whose forward runs on this thread is tracked (global module
+            hooks, removed on every path) and named as PyTorch's ``FlopCounterMode`` and
+            torchscan 0.2 named it: ``Sequential``, ``Sequential.0`` (see
+            :class:`CalledModules`).
         formulas: FLOP formulas for this call only, keyed by operator or ``"namespace::name"``:
             how a custom operator is counted. Each takes the operator's arguments with tensors
             replaced by shapes, plus ``out_shape=``, and returns an ``int`` (PyTorch's

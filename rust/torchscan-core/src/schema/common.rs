@@ -90,8 +90,8 @@ impl MetricStatus {
 /// `partial` has `value` null, `known_value` set and a `reason`; `unavailable` has both null and a
 /// `reason`.
 /// Numbers are finite and non-negative; zero is a value, never a stand-in for a missing one.
-/// Serialized by hand so that a whole number in a unit of whole things ([`is_integral_unit`]) is
-/// written as a JSON integer (`112`, not `112.0`), as torchscan 0.2 wrote it.
+/// A whole number in a unit of whole things (`B`, `FLOPs`, `MACs`, `DMAs`, `count`) is written as
+/// a JSON integer (`112`, not `112.0`), as torchscan 0.2 wrote it.
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MetricResult {

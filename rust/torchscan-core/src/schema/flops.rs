@@ -115,8 +115,9 @@ pub struct UncountedOperator {
 #[serde(deny_unknown_fields)]
 pub struct ModuleOperatorFlops {
     /// Module path; the empty string is the root module. In a `flops` report made without
-    /// `modules=`, every module that ran is named as PyTorch's `FlopCounterMode` names it: its
-    /// class name when met outside a named parent, then the child names (`Sequential.0`).
+    /// `modules=`, every module that ran on the calling thread is named as PyTorch's
+    /// `FlopCounterMode` names it: its class name when met outside a named parent, then the
+    /// child names (`Sequential.0`).
     pub path: String,
     /// The module's operator FLOPs, partial when an uncounted operator ran inside it.
     pub flops: MetricResult,
@@ -183,10 +184,9 @@ pub type LegacyViews = (
 
 impl OperatorFlops {
     /// What `by_operator`, `by_module` and `ignored_operators` must be, from `counted`,
-    /// `modules` and `excluded`; `model_type` is the context's: the paths start from that
-    /// class (named by [`class_name`]).
-    pub fn legacy_views(&self, model_type: Option<&str>) -> LegacyViews {
-        let root = model_type.map(class_name);
+    /// `modules` and `excluded`; `root` names the module the paths start from: the
+    /// [`class_name`] of the context's `model_type`.
+    pub fn legacy_views(&self, root: Option<&str>) -> LegacyViews {
         let by_operator = self
             .counted
             .iter()

@@ -10,6 +10,7 @@ use crate::compare::ordered_totals;
 use crate::schema::common::MetricStatus;
 use crate::schema::comparison::{BenchmarkComparisonReport, CheckStatus, DeltaStatus, Verdict};
 use crate::schema::diff::ReportDiffReport;
+use crate::schema::flops::class_name;
 use crate::schema::output_check::OutputCheckReport;
 
 pub(super) fn summarize_output_check(out: &mut String, report: &OutputCheckReport) {
@@ -142,8 +143,16 @@ pub(super) fn summarize_diff(out: &mut String, report: &ReportDiffReport) {
         0,
         &format!(
             "Report diff: {} -> {}",
-            report.before.model_type.as_deref().unwrap_or("before"),
-            report.after.model_type.as_deref().unwrap_or("after")
+            report
+                .before
+                .model_type
+                .as_deref()
+                .map_or("before", class_name),
+            report
+                .after
+                .model_type
+                .as_deref()
+                .map_or("after", class_name)
         ),
     );
     for (name, total) in ordered_totals(&report.totals) {

@@ -5,7 +5,7 @@ use super::{
 };
 use crate::schema::analysis::{AnalysisMode, AnalysisReport, Layer, ReceptiveField};
 use crate::schema::common::{Diagnostic, DiagnosticCode, MetricResult, MetricStatus, ValueMeta};
-use crate::schema::flops::{FlopReport, OperatorFlops};
+use crate::schema::flops::{FlopReport, OperatorFlops, class_name};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub(super) fn check_operator_flops(
@@ -112,14 +112,17 @@ pub(super) fn check_operator_flops(
                 });
             }
         });
-        let (by_operator, by_module, ignored) = flops.legacy_views(model_type);
+        let (by_operator, by_module, ignored) = flops.legacy_views(model_type.map(class_name));
+        // Reports written before `model_type` was qualified named the root by the whole
+        // `model_type` (a `__qualname__` such as `Outer.Inner`); they stay valid.
+        let by_module_as_written_before = || flops.legacy_views(model_type).1;
         if flops.by_operator != by_operator {
             c.problem_at(
                 "by_operator",
                 "must give each operator of counted, by its torchscan 0.2 name (`aten.addmm`), with its flops, and no other",
             );
         }
-        if flops.by_module != by_module {
+        if flops.by_module != by_module && flops.by_module != by_module_as_written_before() {
             c.problem_at(
                 "by_module",
                 "must give the known_value of each modules entry that has one, by its torchscan 0.2 name (root class, then path)",
