@@ -816,18 +816,22 @@ def test_without_modules_every_module_that_ran_is_named_as_flopcountermode_names
     assert_clean(model)
 
 
-def test_a_nested_class_is_qualified_in_the_context_and_named_in_the_views() -> None:
+def _nested_class_model() -> nn.Module:
+    """A ``Sequential`` subclass nested in a local class: ``__qualname__`` is not ``__name__``."""
+
     class Outer:
         class Inner(nn.Sequential):
             pass
 
-    model = Outer.Inner(nn.Linear(3, 2))
+    return Outer.Inner(nn.Linear(3, 2))
+
+
+def test_a_nested_class_is_qualified_in_the_context_and_named_in_the_views() -> None:
+    model = _nested_class_model()
     report = measure_flops(lambda: model(torch.ones(1, 3)), modules=model)
     # torchscan 0.2's model_type (__module__.__qualname__); FlopCounterMode's names (__name__).
-    assert report["context"]["model_type"] == (
-        "tests.test_flops.test_a_nested_class_is_qualified_in_the_context_and_named_in_the_views"
-        ".<locals>.Outer.Inner"
-    )
+    qualname = "_nested_class_model.<locals>.Outer.Inner"
+    assert report["context"]["model_type"] == f"tests.test_flops.{qualname}"
     assert report["by_module"] == {"Inner": 12, "Inner.0": 12}
     analysis = torchscan.crawl_module(model, (3,))
     assert analysis["context"]["model_type"] == report["context"]["model_type"]
@@ -836,14 +840,10 @@ def test_a_nested_class_is_qualified_in_the_context_and_named_in_the_views() -> 
 
 
 def test_flops_reports_written_with_a_qualname_root_stay_valid() -> None:
-    class Outer:
-        class Inner(nn.Sequential):
-            pass
-
-    model = Outer.Inner(nn.Linear(3, 2))
+    model = _nested_class_model()
     report = measure_flops(lambda: model(torch.ones(1, 3)), modules=model)
     # Before model_type was qualified, it was the __qualname__, and by_module's root with it.
-    old = "test_flops_reports_written_with_a_qualname_root_stay_valid.<locals>.Outer.Inner"
+    old = "_nested_class_model.<locals>.Outer.Inner"
     report["context"]["model_type"] = old
     for views in (report, report["operator_flops"]):
         views["by_module"] = {old: 12, f"{old}.0": 12}
