@@ -8,6 +8,7 @@ import importlib
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -233,7 +234,7 @@ def test_sampling_fallback_sees_a_held_allocation(tmp_path: Path) -> None:
     assert payload["workload_peak_b"] - payload["baseline_b"] >= 60 * MIB
 
     run = _ChildRun(wait_status=0, maxrss_b=None, stdout=bytearray(completed.stdout.encode()))
-    result = _interpret(run, timeout_s=60, calls=1, parent_peak_b=None)
+    result = _interpret(run, timeout_s=60, calls=1)
     assert "psutil RSS sampled every ~1 ms" in result.workload_peak["method"]
     assert result.lifetime_peak["value"] == max(
         payload["workload_peak_b"], payload["setup_peak_b"], payload["baseline_b"]
@@ -246,6 +247,7 @@ def test_sampling_fallback_sees_a_held_allocation(tmp_path: Path) -> None:
 def test_lambda_is_not_importable() -> None:
     result = measure_process_rss(lambda: None)
     message = assert_unavailable(result, "workload not importable", "workload_not_importable")
+    assert ".<lambda>' is a lambda, which has no name to import it by" in message
     assert "module-level function" in message
     assert "path/to/file.py:function" in message
 
@@ -348,6 +350,7 @@ def test_timeout_kills_the_child_and_its_children(tmp_path: Path) -> None:
 
 
 def test_keyboard_interrupt_kills_the_child(tmp_path: Path) -> None:
+    timeout_s = 120.0  # the call's own limit: every wait below is derived from it
     pid_file = tmp_path / "child.pid"
     path = write_module(
         tmp_path,
@@ -359,22 +362,33 @@ def test_keyboard_interrupt_kills_the_child(tmp_path: Path) -> None:
         def sleep():
             with open({str(pid_file)!r}, "w") as handle:
                 handle.write(str(os.getpid()))
-            time.sleep(60)
+            time.sleep({timeout_s * 2})
         """,
     )
+    started = threading.Event()
 
     def interrupt_when_started() -> None:
-        wait_for_file(pid_file)
+        # The child writes its pid well before the call's timeout; interrupting then is certain
+        # to land inside the call.
+        wait_for_file(pid_file, timeout_s=timeout_s / 2)
+        started.set()
         _thread.interrupt_main()
 
+    # interrupt_main() only raises where SIGINT has a Python handler: a background job (or
+    # `trap "" INT`) starts Python with SIGINT ignored, so install the default handler here.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     interrupter = threading.Thread(target=interrupt_when_started, daemon=True)
-    interrupter.start()
-    with pytest.raises(KeyboardInterrupt):
-        measure_process_rss(f"{path}:sleep", timeout_s=30)
-    interrupter.join()
+    try:
+        interrupter.start()
+        with pytest.raises(KeyboardInterrupt):
+            measure_process_rss(f"{path}:sleep", timeout_s=timeout_s)
+    finally:
+        interrupter.join(timeout=timeout_s)
+        signal.signal(signal.SIGINT, previous)
+    assert started.is_set()
     child_pid = int(pid_file.read_text())
-    with pytest.raises(ChildProcessError):
-        os.waitpid(child_pid, os.WNOHANG)
+    # The supervisor, not this process, was the child's parent, and it reaped it before the
+    # call returned.
     assert not psutil.pid_exists(child_pid)
 
 
@@ -427,7 +441,7 @@ def test_workload_reference_forms(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert workload_reference(len) == "builtins:len"
 
 
-def test_script_main_functions_are_referenced_by_file(tmp_path: Path) -> None:
+def test_script_main_functions_are_not_referenced(tmp_path: Path) -> None:
     script = write_module(
         tmp_path,
         "script",
@@ -437,37 +451,292 @@ def test_script_main_functions_are_referenced_by_file(tmp_path: Path) -> None:
         def run():
             return None
 
+        class Runner:
+            def __call__(self):
+                return None
+
+        RUNNER = Runner()
+
         if __name__ == "__main__":
-            print(workload_reference(run))
+            print(workload_reference(run), workload_reference(RUNNER))
+            print(workload_reference(RUNNER.__call__), workload_reference(Runner))
         """,
     )
     completed = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=60
     )
-    assert completed.stdout.strip() == f"{script}:run"
+    assert completed.stdout.split() == ["None"] * 4
 
 
-def test_a_script_that_measures_itself_without_a_main_guard_does_not_recurse(
-    tmp_path: Path,
-) -> None:
+def test_main_reference_strings_are_refused() -> None:
+    # In the child, ``__main__`` is the child itself: "__main__:main" would run the child again.
+    assert workload_reference("__main__:main") is None
+    assert workload_reference("__mp_main__:run") is None
+    result = measure_process_rss("__main__:main")
+    message = assert_unavailable(result, "workload not importable", "workload_not_importable")
+    assert "'__main__' names the child itself" in message
+
+
+# The issue's script: no main guard, a loop measuring a small and a large allocation, and a
+# top-level side effect. Before the fix the child re-ran the loop and measured the last `w`
+# twice (the large one), status complete.
+UNGUARDED_LOOP = """
+    import json
+    import sys
+
+    from torchscan import measure_workload
+
+    with open(sys.argv[1], "a") as handle:
+        handle.write("top level ran\\n")
+
+    results = []
+    for size_mib in (4, 96):
+        def w():
+            block = bytearray(size_mib << 20)
+            block[::4096] = b"\\1" * len(block[::4096])
+            return len(block)
+
+        report = measure_workload(w, metrics=["process_rss"], print_summary=False)
+        metric = report["metrics"]["process_rss_workload_peak"]
+        results.append([metric["status"], metric["reason"], report["diagnostics"]])
+    print(json.dumps(results))
+"""
+
+
+def test_unguarded_script_loop_is_refused_and_never_rerun(tmp_path: Path) -> None:
+    script = write_module(tmp_path, "unguarded_loop", UNGUARDED_LOOP)
+    side_effects = tmp_path / "side_effects.txt"
+    completed = subprocess.run(
+        [sys.executable, str(script), str(side_effects)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    results = json.loads(completed.stdout)
+    assert len(results) == 2
+    for status, reason, diagnostics in results:
+        assert (status, reason) == ("unavailable", "workload not importable")
+        assert [d["code"] for d in diagnostics] == ["workload_not_importable"]
+        message = diagnostics[0]["message"]
+        assert "'w' is defined in the script being run (__main__)" in message
+        assert "'path/to/file.py:function'" in message
+        assert "module-level function in a module" in message
+        assert "'if __name__ == \"__main__\":'" in message
+    # The top level ran once: in this process, never in a child.
+    assert side_effects.read_text().splitlines() == ["top level ran"]
+
+
+def _main_function(source: str, name: str) -> object:
+    """A function whose module is ``__main__``, as a script's functions are."""
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    exec(compile(textwrap.dedent(source), "<script>", "exec"), namespace)
+    return namespace[name]
+
+
+def test_strict_raises_for_a_workload_of_the_main_script() -> None:
+    from torchscan import IncompleteMeasurementError, measure_workload
+
+    workload = _main_function("def w():\n    return 1\n", "w")
+    assert getattr(workload, "__module__", None) == "__main__"
+    report = measure_workload(workload, metrics=["process_rss"], print_summary=False)  # type: ignore[arg-type]
+    assert report["metrics"]["process_rss_peak"]["reason"] == "workload not importable"
+    with pytest.raises(IncompleteMeasurementError) as raised:
+        measure_workload(workload, metrics=["process_rss"], print_summary=False, strict=True)  # type: ignore[arg-type]
+    assert raised.value.report["metrics"]["process_rss_peak"]["reason"] == "workload not importable"
+    assert ("process_rss_peak", "unavailable") in raised.value.metrics
+
+
+def test_path_references_from_a_guarded_script_measure_each_function(tmp_path: Path) -> None:
     script = write_module(
         tmp_path,
-        "unguarded",
+        "guarded",
         """
+        import json
+        import sys
+
         from torchscan.child import measure_process_rss
 
-        def run():
-            return bytearray(1 << 20)
+        def allocate(size_mib):
+            block = bytearray(size_mib << 20)
+            block[::4096] = b"\\1" * len(block[::4096])
+            return len(block)
 
-        # No main guard: the child importing this file calls this again, and must refuse.
-        result = measure_process_rss(run)
-        print("RESULT", result.workload_peak["status"], result.workload_peak["reason"])
+        def small():
+            return allocate(4)
+
+        def large():
+            return allocate(96)
+
+        if __name__ == "__main__":
+            increments = []
+            for name in ("small", "large"):
+                result = measure_process_rss(f"{__file__}:{name}")
+                increments.append(result.workload_peak["value"] - result.baseline["value"])
+            print(json.dumps(increments))
         """,
     )
     completed = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=120
     )
-    assert completed.stdout.strip() == "RESULT complete None"
+    small, large = json.loads(completed.stdout)
+    assert 3 * MIB <= small < 40 * MIB
+    assert large >= 90 * MIB
+
+
+SHIFTY = """
+    import os
+
+    if os.environ.get("TORCHSCAN_RSS_CHILD"):
+        def run():
+            return "another function of the same name"
+    else:
+        def run():
+            return "the function given"
+"""
+
+
+def test_another_object_of_the_same_name_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_module(tmp_path, "ts_child_shifty", SHIFTY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("ts_child_shifty")
+    try:
+        result = measure_process_rss(module.run)
+    finally:
+        sys.modules.pop("ts_child_shifty", None)
+    message = assert_unavailable(result, "workload not importable", "workload_not_importable")
+    assert (
+        "refused the workload: 'run' imported afresh is not the workload that was given" in message
+    )
+    assert "(line 8 in the parent, 5 here; code " in message
+    assert "'path/to/file.py:function'" in message
+    assert str(tmp_path) not in message  # reports carry no paths
+
+
+def test_a_file_changed_since_its_import_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_module(tmp_path, "edited", ALLOCATE_64_MIB)
+    module = load_from_file(path, "ts_child_edited", monkeypatch)
+    assert measure_process_rss(module.allocate).workload_peak["status"] == "complete"
+    # Same name, same first line, another body (and another size, so no stale bytecode is used).
+    path.write_text(textwrap.dedent(ALLOCATE_64_MIB).replace("64 << 20", "65 << 20"))
+    message = assert_unavailable(
+        measure_process_rss(module.allocate), "workload not importable", "workload_not_importable"
+    )
+    assert "'allocate' imported afresh is not the workload that was given (code " in message
+
+
+def test_a_rebound_name_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_module(tmp_path, "ts_child_rebound", ALLOCATE_64_MIB)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("ts_child_rebound")
+    try:
+        given = module.allocate
+        monkeypatch.setattr(module, "allocate", module_level_function)
+        assert workload_reference(given) is None
+        result = measure_process_rss(given)
+    finally:
+        sys.modules.pop("ts_child_rebound", None)
+    message = assert_unavailable(result, "workload not importable", "workload_not_importable")
+    assert "ts_child_rebound.allocate is now another object than the workload given" in message
+
+
+ACCEPTED_FORMS = """
+    import functools
+
+    def plain():
+        return bytearray(1 << 20)
+
+    def traced(function):
+        @functools.wraps(function)
+        def wrapper():
+            return function()
+        return wrapper
+
+    @traced
+    def decorated():
+        return bytearray(1 << 20)
+
+    class Work:
+        def __call__(self):
+            return bytearray(1 << 20)
+
+        def method(self):
+            return bytearray(1 << 20)
+
+        @classmethod
+        def build(cls):
+            return cls()
+
+    INSTANCE = Work()
+"""
+
+
+def test_every_accepted_form_passes_the_fingerprint_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_module(tmp_path, "ts_child_forms", ACCEPTED_FORMS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("ts_child_forms")
+    forms = {
+        "ts_child_forms:plain": module.plain,
+        "ts_child_forms:decorated": module.decorated,
+        "ts_child_forms:Work.build": module.Work.build,
+        "ts_child_forms:Work": module.Work,
+        "ts_child_forms:INSTANCE": module.INSTANCE,
+        "ts_child_forms:INSTANCE.method": module.INSTANCE.method,
+        "gc:collect": importlib.import_module("gc").collect,
+    }
+    try:
+        for reference, workload in forms.items():
+            assert workload_reference(workload) == reference
+            result = measure_process_rss(workload)
+            assert result.diagnostics == [], (reference, result.diagnostics)
+            assert result.workload_peak["status"] == "complete"
+    finally:
+        sys.modules.pop("ts_child_forms", None)
+
+
+def test_a_module_that_measures_itself_at_import_is_refused_without_recursion(
+    tmp_path: Path,
+) -> None:
+    # No main guard, string references to itself: the child's import asks for process RSS again
+    # (refused there: no grandchild), and the child then refuses the module.
+    script = write_module(
+        tmp_path,
+        "self_measuring",
+        """
+        import json
+        import os
+
+        from torchscan.child import measure_process_rss
+
+        with open(os.path.join(os.path.dirname(__file__), "imports.txt"), "a") as handle:
+            handle.write(f"{os.getpid()}\\n")
+
+        RESULTS = []
+        for size_mib in (1, 8):
+            def w():
+                return bytearray(size_mib << 20)
+
+            result = measure_process_rss(f"{__file__}:w")
+            RESULTS.append([result.workload_peak["reason"], result.diagnostics[0]["message"]])
+        print(json.dumps(RESULTS))
+        """,
+    )
+    completed = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=120
+    )
+    results = json.loads(completed.stdout)
+    assert [reason for reason, _ in results] == ["workload not importable"] * 2
+    for _, message in results:
+        assert "asked for process RSS itself (2 times)" in message
+        assert "'if __name__ == \"__main__\":'" in message
+    # This process and one child per measurement imported the file; no child started another.
+    assert len((tmp_path / "imports.txt").read_text().split()) == 3
 
 
 # --- interpretation and arguments ---------------------------------------------------------------
@@ -480,19 +749,25 @@ def test_lifetime_uses_wait4_only_when_it_is_the_childs_own() -> None:
     )
     exited = 0  # a wait status: exited with code 0
 
-    own = _ChildRun(wait_status=exited, maxrss_b=1000, stdout=bytearray(payload))
-    result = _interpret(own, timeout_s=5, calls=1, parent_peak_b=900)
+    own = _ChildRun(
+        wait_status=exited, maxrss_b=1000, spawner_peak_b=900, stdout=bytearray(payload)
+    )
+    result = _interpret(own, timeout_s=5, calls=1)
     assert result.lifetime_peak["value"] == 1000
     assert result.lifetime_peak["method"].startswith("ru_maxrss via os.wait4")
 
-    # At or below the parent's peak, ru_maxrss may be the parent's peak carried over at spawn.
-    carried = _ChildRun(wait_status=exited, maxrss_b=1000, stdout=bytearray(payload))
-    result = _interpret(carried, timeout_s=5, calls=1, parent_peak_b=5000)
+    # At or below the spawner's peak, ru_maxrss may be that peak carried over at spawn.
+    carried = _ChildRun(
+        wait_status=exited, maxrss_b=1000, spawner_peak_b=5000, stdout=bytearray(payload)
+    )
+    result = _interpret(carried, timeout_s=5, calls=1)
     assert result.lifetime_peak["value"] == 300
     assert "not used" in result.lifetime_peak["method"]
 
-    garbled = _ChildRun(wait_status=exited, maxrss_b=1000, stdout=bytearray(b"noise\n"))
-    result = _interpret(garbled, timeout_s=5, calls=1, parent_peak_b=5000)
+    garbled = _ChildRun(
+        wait_status=exited, maxrss_b=1000, spawner_peak_b=5000, stdout=bytearray(b"noise\n")
+    )
+    result = _interpret(garbled, timeout_s=5, calls=1)
     assert_unavailable(
         result,
         "child process failed (no result line on its standard output)",

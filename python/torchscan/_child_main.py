@@ -1,13 +1,19 @@
 """The fresh child process of the process-RSS pass: import a workload, read RSS, call it, report.
 
-Run as ``python -m torchscan._child_main <reference> --calls N [--threads T] --device D`` by
-:mod:`torchscan.child`, never imported for its side effects. The child writes exactly one JSON line
-to its standard output (the workload's own prints go to standard error) and then exits:
+Run as ``python -m torchscan._child_main <reference> --calls N [--threads T] --device D
+[--fingerprint JSON]`` by the supervisor (:mod:`torchscan._child_supervisor`) that
+:mod:`torchscan.child` starts, never imported for its side effects. A ``path/to/file.py:attr``
+reference is imported as a module under a private name, never as ``__main__``; with
+``--fingerprint`` the imported object must match the parent's (:func:`workload_fingerprint`), or
+the child refuses it. The child writes exactly one JSON line to its standard output (the
+workload's own prints go to standard error) and then exits:
 
 * success: ``{"protocol": 1, "ok": true, "baseline_b", "setup_peak_b", "workload_peak_b",
   "baseline_method", "peak_method"}``;
 * failure: ``{"protocol": 1, "ok": false, "stage": "import" | "setup" | "workload", "error"}``
-  with exit status 1 and the traceback on standard error.
+  with exit status 1 and the traceback on standard error; ``"refused": true`` (no traceback) when
+  the child will not run what it imported: another object than the parent's (the fingerprint
+  differs), or a module whose import asked for process RSS itself.
 
 The child ends with ``os._exit`` right after that line: interpreter teardown is not measured.
 Numbers are bytes. ``setup_peak_b`` is the peak RSS from ``exec`` to the end of set-up, read before
@@ -18,7 +24,9 @@ parent needs it to know the lifetime peak).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import hashlib
 import importlib
 import importlib.util
 import io
@@ -28,10 +36,18 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Sequence
-from types import ModuleType
+from types import CodeType, FunctionType, MethodType, ModuleType
 from typing import Any
 
-__all__ = ["CHILD_MARKER_ENV", "PROTOCOL", "SYS_PATH_ENV", "main", "split_reference"]
+__all__ = [
+    "CHILD_MARKER_ENV",
+    "PROTOCOL",
+    "SYS_PATH_ENV",
+    "fingerprint_mismatch",
+    "main",
+    "split_reference",
+    "workload_fingerprint",
+]
 
 #: The version of the one-line JSON protocol between child and parent.
 PROTOCOL = 1
@@ -53,26 +69,157 @@ _SAMPLE_INTERVAL_S = 0.001
 # The private name a ``file.py:attr`` reference is imported under: never ``__main__``, so a
 # script's ``if __name__ == "__main__":`` block does not run.
 _FILE_MODULE_NAME = "_torchscan_child_workload"
+# Module names a reference may not name: in the child they are the child itself.
+_RESERVED_MODULES = ("__main__", "__mp_main__")
+# How many ``__wrapped__`` links of a decorated function the fingerprint follows.
+_WRAPPED_DEPTH = 8
+_SUPERVISOR_PID_ENV = "TORCHSCAN_RSS_SUPERVISOR"
+_PR_SET_PDEATHSIG = 1
 
 
 def split_reference(reference: str) -> tuple[str, str, bool] | None:
     """``(module_or_path, qualname, is_path)`` of a reference, or ``None`` when it is malformed.
 
     The split is at the last ``:`` so a Windows drive letter stays in the path; a left side ending
-    in ``.py`` is a file path, anything else a dotted module name.
+    in ``.py`` is a file path, anything else a dotted module name (never ``__main__``, which in
+    the child is the child itself).
     """
     target, sep, qualname = reference.rpartition(":")
     if not sep or not target or not _is_dotted_name(qualname):
         return None
     if target.endswith(".py"):
         return target, qualname, True
-    if not _is_dotted_name(target):
+    if not _is_dotted_name(target) or target in _RESERVED_MODULES:
         return None
     return target, qualname, False
 
 
 def _is_dotted_name(text: str) -> bool:
     return bool(text) and all(part.isidentifier() for part in text.split("."))
+
+
+# --- fingerprints -------------------------------------------------------------------------------
+
+
+def _canonical(value: object) -> str:
+    """A text for a code constant that is the same in every process (no hash-seeded order)."""
+    if isinstance(value, CodeType):
+        return f"code:{_code_digest(value)}"
+    if isinstance(value, tuple):
+        return "(" + ",".join(_canonical(item) for item in value) + ")"
+    if isinstance(value, frozenset):
+        return "frozenset(" + ",".join(sorted(_canonical(item) for item in value)) + ")"
+    return f"{type(value).__name__}:{value!r}"
+
+
+def _code_digest(code: CodeType) -> str:
+    """SHA-256 of what a code object does: bytecode, constants, names and signature."""
+    parts = (
+        code.co_code.hex(),
+        _canonical(code.co_consts),
+        repr(code.co_names),
+        repr(code.co_varnames),
+        repr(code.co_freevars),
+        repr(code.co_cellvars),
+        repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount)),
+        code.co_name,
+    )
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _function_chain(function: object) -> list[FunctionType]:
+    """A function and the functions it wraps (``functools.wraps`` decorators), outermost first."""
+    chain: list[FunctionType] = []
+    current = function
+    while isinstance(current, FunctionType) and len(chain) < _WRAPPED_DEPTH:
+        chain.append(current)
+        current = getattr(current, "__wrapped__", None)
+    return chain
+
+
+def _class_attribute(cls: type, name: str) -> object:
+    """``name`` as defined on ``cls`` or the first class of its MRO that defines it."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name]
+    return None
+
+
+def _real_path(path: object) -> str | None:
+    return os.path.normcase(os.path.realpath(path)) if isinstance(path, str) else None
+
+
+def workload_fingerprint(workload: object) -> dict[str, Any]:
+    """What identifies a workload across processes: its module, names, file, line and code.
+
+    ``code`` hashes the bytecode and constants of the function (and of the functions it wraps),
+    of a bound method's function, or of a callable object's ``__call__``; ``file`` and ``line``
+    are where the first of them is defined. Two processes that import the same source get equal
+    fingerprints; a different object bound to the same name almost never does.
+    """
+    target = workload.__func__ if isinstance(workload, MethodType) else workload
+    if isinstance(workload, MethodType):
+        owner = workload.__self__
+        owner_type = owner if isinstance(owner, type) else type(owner)
+        kind, type_name = "method", owner_type.__qualname__
+    elif isinstance(target, FunctionType):
+        kind, type_name = "function", None
+    elif isinstance(target, type):
+        kind, type_name = "class", target.__qualname__
+    else:
+        kind, type_name = "object", type(target).__qualname__
+    if kind == "object":
+        # What calling it runs: ``__call__``, and an ``nn.Module``'s ``forward``.
+        chain = [
+            function
+            for name in ("__call__", "forward")
+            for function in _function_chain(_class_attribute(type(target), name))
+        ]
+    elif isinstance(target, type):
+        chain = _function_chain(_class_attribute(target, "__init__"))
+    else:
+        chain = _function_chain(target)
+    digest = hashlib.sha256()
+    for function in chain:
+        digest.update(_code_digest(function.__code__).encode())
+    first = chain[0].__code__ if chain else None
+    return {
+        "kind": kind,
+        "module": getattr(target, "__module__", None),
+        "qualname": getattr(target, "__qualname__", None),
+        "type": type_name,
+        "file": _real_path(first.co_filename) if first is not None else None,
+        "line": first.co_firstlineno if first is not None else None,
+        "code": digest.hexdigest() if chain else None,
+    }
+
+
+def fingerprint_mismatch(
+    expected: dict[str, Any], found: dict[str, Any], *, by_path: bool
+) -> list[str]:
+    """The fields in which ``found`` differs from ``expected`` (module names skipped ``by_path``).
+
+    A module loaded from a file has a private name in each process, so for a ``file.py:attr``
+    reference the file, line and code stand for the module.
+    """
+    fields = ["kind", "qualname", "type", "file", "line", "code"]
+    if not by_path:
+        fields.insert(1, "module")
+    if by_path and found.get("module") not in (None, _FILE_MODULE_NAME):
+        # Defined in another module that the file imports: its module name is a real one.
+        fields.insert(1, "module")
+    return [name for name in fields if expected.get(name) != found.get(name)]
+
+
+def _describe_field(name: str, value: object) -> str:
+    if name == "file" and isinstance(value, str):
+        return os.path.basename(value)  # reports carry no paths
+    if name == "code" and isinstance(value, str):
+        return value[:12]
+    return repr(value)
+
+
+# --- RSS ----------------------------------------------------------------------------------------
 
 
 def _read_status_b() -> dict[str, int]:
@@ -155,7 +302,11 @@ class _RssSampler:
         return self.peak_b
 
 
-def _load_workload(reference: str) -> Callable[[], Any]:
+class WorkloadRefusedError(ImportError):
+    """The child will not run what it imported: another object, or a module that measures itself."""
+
+
+def _load_workload(reference: str, fingerprint: dict[str, Any] | None) -> Callable[[], Any]:
     split = split_reference(reference)
     if split is None:
         raise ValueError(f"malformed workload reference {reference!r}")
@@ -167,7 +318,7 @@ def _load_workload(reference: str) -> Callable[[], Any]:
         sys.path.insert(0, os.path.dirname(path))
         spec = importlib.util.spec_from_file_location(_FILE_MODULE_NAME, path)
         if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load a module from {path!r}")
+            raise ImportError(f"cannot load a module from {os.path.basename(path)!r}")
         module = importlib.util.module_from_spec(spec)
         # Registered before running, as a normal import does, so dataclasses and pickling inside
         # the module find it.
@@ -175,13 +326,59 @@ def _load_workload(reference: str) -> Callable[[], Any]:
         spec.loader.exec_module(module)
     else:
         module = importlib.import_module(target)
+    _refuse_nested_requests()
     found: Any = module
     for part in qualname.split("."):
         found = getattr(found, part)
     if not callable(found):
         raise TypeError(f"{qualname!r} is a {type(found).__name__}, not a callable")
+    if fingerprint is not None:
+        actual = workload_fingerprint(found)
+        differ = fingerprint_mismatch(fingerprint, actual, by_path=is_path)
+        if differ:
+            details = "; ".join(
+                f"{name} {_describe_field(name, fingerprint.get(name))} in the parent, "
+                f"{_describe_field(name, actual.get(name))} here"
+                for name in differ
+            )
+            raise WorkloadRefusedError(
+                f"{qualname!r} imported afresh is not the workload that was given ({details}): "
+                "the module binds that name to another object when it is imported"
+            )
     workload: Callable[[], Any] = found
     return workload
+
+
+def _refuse_nested_requests() -> None:
+    """Fail when importing the workload's module asked for process RSS itself.
+
+    Such a module measures at import time (a script without a main guard): in the child its
+    request was refused, and the names it bound may be the last of a loop, not the workload.
+    """
+    child_module = sys.modules.get("torchscan.child")
+    nested = getattr(child_module, "nested_requests", 0) if child_module is not None else 0
+    if isinstance(nested, int) and nested > 0:
+        raise WorkloadRefusedError(
+            "importing the workload's module asked for process RSS itself "
+            f"({nested} time{'s' if nested != 1 else ''}): its top level measures a workload, so "
+            "what it defines may not be what the parent measured. Put the module's own work "
+            "under 'if __name__ == \"__main__\":' so that importing it only defines the workload"
+        )
+
+
+def _die_with_supervisor() -> None:
+    """Ask Linux to SIGKILL this process when the supervisor that started it ends."""
+    supervisor = os.environ.get(_SUPERVISOR_PID_ENV, "")
+    if not sys.platform.startswith("linux") or not supervisor.isdigit():
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != int(supervisor):
+        os._exit(1)  # the supervisor ended before the request took effect
 
 
 def _set_up(threads: int | None, device: str) -> None:
@@ -229,6 +426,11 @@ def _is_plumbing(filename: str) -> bool:
 
 
 def _fail(result_fd: int, stage: str, error: BaseException) -> int:
+    text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    if isinstance(error, WorkloadRefusedError):
+        # A refusal is the child's own decision: its message says everything, with no traceback.
+        _emit(result_fd, {"ok": False, "stage": stage, "error": str(error), "refused": True})
+        return 1
     # The parent shows the tail of stderr; frames of this file and of importlib would push the
     # workload's own frames out of it.
     report = traceback.TracebackException.from_exception(error)
@@ -237,7 +439,6 @@ def _fail(result_fd: int, stage: str, error: BaseException) -> int:
     )
     sys.stderr.write("".join(report.format()))
     sys.stderr.flush()
-    text = "".join(traceback.format_exception_only(type(error), error)).strip()
     _emit(result_fd, {"ok": False, "stage": stage, "error": text})
     return 1
 
@@ -262,11 +463,13 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--calls", type=int, default=1)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--fingerprint", default=None, type=json.loads)
     return parser.parse_args(argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the child; the return value is its exit status."""
+    _die_with_supervisor()
     # The result line needs a private channel: keep the real stdout for it and point fd 1 at
     # stderr, so the workload's prints (Python or C level) cannot corrupt the JSON.
     sys.stdout.flush()
@@ -282,7 +485,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.argv = [args.reference.rpartition(":")[0]]
 
     try:
-        workload = _load_workload(args.reference)
+        workload = _load_workload(args.reference, args.fingerprint)
     except (Exception, SystemExit) as error:
         # SystemExit too: a script without a main guard may call sys.exit() at import.
         return _fail(result_fd, "import", error)

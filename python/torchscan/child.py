@@ -26,10 +26,16 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from types import MethodType, ModuleType
+from types import FunctionType, MethodType, ModuleType
 from typing import Any
 
-from ._child_main import CHILD_MARKER_ENV, PROTOCOL, SYS_PATH_ENV, split_reference
+from ._child_main import (
+    CHILD_MARKER_ENV,
+    PROTOCOL,
+    SYS_PATH_ENV,
+    split_reference,
+    workload_fingerprint,
+)
 from ._metrics import complete, unavailable
 from .errors import InvalidArgumentError
 from .reports import Diagnostic, DiagnosticCode, MetricResult
@@ -54,10 +60,15 @@ _STDERR_KEEP_B = 64 << 10
 _STDERR_LINE_CHARS = 500
 _STDOUT_KEEP_B = 1 << 20
 _ERROR_CHARS = 2000
+_REPORT_KEEP_B = 4096
 _POLL_S = 0.02
-# Once the child is reaped, a grandchild that inherited its stderr may hold the pipe open; read
-# what is there for this long, then stop waiting for end-of-file.
+# Once the supervisor is reaped every process that held the output pipes is gone; read what is
+# there for at most this long.
 _DRAIN_GRACE_S = 0.5
+# How long the supervisor may take to kill and reap the process tree once asked to stop.
+_STOP_GRACE_S = 10.0
+# Run by path with ``-I -S``: it needs nothing but the standard library.
+_SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child_supervisor.py")
 
 # The methods an unavailable metric would have been measured by.
 _PLANNED_BASELINE = "RSS of a fresh child process after imports and set-up"
@@ -65,11 +76,14 @@ _PLANNED_WORKLOAD = "VmHWM of a fresh child process, reset after set-up, read af
 _PLANNED_LIFETIME = "peak RSS of a fresh child process (ru_maxrss via os.wait4)"
 
 _HOW_TO_REFERENCE = (
-    "process RSS is measured in a fresh child process, which imports the workload by name; a "
-    "closure, lambda, nested function, partial or bound method of a local object cannot be "
-    "imported there. Define the workload as a module-level function (or a module-level callable "
-    "object), or pass a reference such as 'package.module:function' or "
-    "'path/to/file.py:function', to measure process RSS."
+    "Define the workload as a module-level function in a module (or a module-level callable "
+    "object) and pass it, or pass a reference such as 'package.module:function' or "
+    "'path/to/file.py:function'; keep a script's own work under 'if __name__ == \"__main__\":' "
+    "so that importing the file only defines the workload."
+)
+_WHY_BY_REFERENCE = (
+    "process RSS is measured in a fresh child process, which imports the workload by reference "
+    "and never runs the top level of the script being run (__main__) again"
 )
 
 
@@ -86,6 +100,31 @@ class RssResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _Resolved:
+    """How the child imports a workload, and what it must find there."""
+
+    reference: str
+    fingerprint: dict[str, Any] | None
+
+
+@dataclass
+class _Tally:
+    """Process-RSS requests refused in this process because it is itself a process-RSS child."""
+
+    nested_requests: int = 0
+
+
+_TALLY = _Tally()
+
+
+def __getattr__(name: str) -> int:
+    # ``torchscan._child_main`` reads ``nested_requests`` after importing the workload's module.
+    if name == "nested_requests":
+        return _TALLY.nested_requests
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 # --- references ---------------------------------------------------------------------------------
 
 
@@ -93,35 +132,101 @@ def workload_reference(workload: object) -> str | None:
     """A reference the child can import ``workload`` by, or ``None`` when there is none.
 
     A string is checked for form only (``"module:qualname"`` or ``"path/to/file.py:qualname"``;
-    a relative path is made absolute) and never imported here. A function, class or callable
-    object gives ``"module:qualname"`` when its module is importable by name in a fresh process
-    and the name leads back to this very object, else ``"/abs/path/file.py:qualname"`` from the
-    module's file (a script's ``__main__`` included). Closures, lambdas, nested functions, bound
-    methods of local objects and anything else not re-importable give ``None``.
+    a relative path is made absolute; ``__main__`` is refused) and never imported here. A
+    function, class, bound method or callable object gives ``"module:qualname"`` when its module
+    is importable by name in a fresh process, else ``"/abs/path/file.py:qualname"`` from the
+    module's file, provided that the name leads back to this very object. Objects of the script
+    being run (``__main__``), lambdas, closures and nested functions, functions whose module
+    binds their name to another object, bound methods of unnamed objects and anything else not
+    re-importable give ``None``.
     """
+    resolved = _resolve(workload)
+    return resolved.reference if isinstance(resolved, _Resolved) else None
+
+
+def _resolve(workload: object) -> _Resolved | str:
+    """The reference and fingerprint of ``workload``, or why the child cannot import it."""
     if isinstance(workload, str):
-        return _string_reference(workload)
+        reference = _string_reference(workload)
+        if reference is None:
+            return (
+                f"{workload!r} is not a reference of the form 'package.module:function' or "
+                "'path/to/file.py:function' (and '__main__' names the child itself)"
+            )
+        return _Resolved(reference, None)
+    if isinstance(workload, MethodType):
+        return _resolve_method(workload)
     qualname = getattr(workload, "__qualname__", None)
     module_name = getattr(workload, "__module__", None)
-    if isinstance(qualname, str) and isinstance(module_name, str):
-        module = sys.modules.get(module_name)
-        if module is not None and _resolves_to(module, qualname, workload):
-            reference = _module_reference(module, qualname)
-            if reference is not None:
-                return reference
-    if isinstance(workload, MethodType):
-        # A bound method of a module-level object: "module:object_name.method".
-        owner_name = _global_name_of(workload.__self__)
-        if owner_name is not None:
-            module, name = owner_name
-            return _module_reference(module, f"{name}.{workload.__func__.__name__}")
-        return None
-    if callable(workload) and not isinstance(workload, type):
+    if isinstance(workload, (FunctionType, type)) or (
+        isinstance(qualname, str) and isinstance(module_name, str)
+    ):
+        # A function, class or builtin; plain objects have no ``__qualname__`` of their own.
+        return _resolve_named(workload, qualname, module_name)
+    if callable(workload):
         # A callable object (an ``nn.Module`` instance, say) bound to a module-level name.
         found = _global_name_of(workload)
-        if found is not None:
-            return _module_reference(*found)
-    return None
+        if found is None:
+            return (
+                f"the {type(workload).__name__} object given is not bound to a name at the top "
+                "level of an importable module"
+            )
+        return _with_module(workload, *found)
+    return f"a {type(workload).__name__} is not callable"
+
+
+def _resolve_named(workload: object, qualname: object, module_name: object) -> _Resolved | str:
+    """A function, class or builtin: importable by its own module and qualified name only."""
+    label = f"{qualname}" if isinstance(qualname, str) else repr(workload)
+    if not isinstance(qualname, str) or not isinstance(module_name, str):
+        return f"{label} has no module and qualified name to import it by"
+    if "<lambda>" in qualname.split("."):
+        return f"{label!r} is a lambda, which has no name to import it by"
+    if "<locals>" in qualname.split("."):
+        return f"{label!r} is a closure or nested function, which cannot be imported by name"
+    if module_name in ("__main__", "__mp_main__"):
+        return f"{label!r} is defined in the script being run (__main__)"
+    module = sys.modules.get(module_name)
+    if module is None:
+        return f"its module {module_name!r} is not imported in this process"
+    if not _resolves_to(module, qualname, workload):
+        return (
+            f"{module_name}.{qualname} is now another object than the workload given (the name "
+            "was rebound after the function was defined)"
+        )
+    return _with_module(workload, module, qualname)
+
+
+def _resolve_method(workload: MethodType) -> _Resolved | str:
+    """A bound method: of a class (``Class.classmethod``) or of a module-level object."""
+    module_name = getattr(workload, "__module__", None)
+    qualname = getattr(workload, "__qualname__", None)
+    module = sys.modules.get(module_name) if isinstance(module_name, str) else None
+    if module_name in ("__main__", "__mp_main__"):
+        return f"{qualname!r} is defined in the script being run (__main__)"
+    if (
+        isinstance(qualname, str)
+        and module is not None
+        and _resolves_to(module, qualname, workload)
+    ):
+        return _with_module(workload, module, qualname)
+    owner_name = _global_name_of(workload.__self__)
+    if owner_name is None:
+        return (
+            f"{qualname!r} is a method of an object that is not bound to a name at the top level "
+            "of an importable module"
+        )
+    owner_module, name = owner_name
+    return _with_module(workload, owner_module, f"{name}.{workload.__func__.__name__}")
+
+
+def _with_module(workload: object, module: ModuleType, qualname: str) -> _Resolved | str:
+    if module.__name__ in ("__main__", "__mp_main__"):
+        return f"{qualname!r} is defined in the script being run (__main__)"
+    reference = _module_reference(module, qualname)
+    if reference is None:
+        return f"its module {module.__name__!r} cannot be imported in a fresh process"
+    return _Resolved(reference, workload_fingerprint(workload))
 
 
 def _string_reference(text: str) -> str | None:
@@ -142,7 +247,7 @@ def _resolves_to(module: ModuleType, qualname: str, workload: object) -> bool:
     try:
         for part in qualname.split("."):
             found = getattr(found, part)
-    except AttributeError:
+    except Exception:  # a missing name, or a module __getattr__ or property that raises
         return False
     if found is workload:
         return True
@@ -152,10 +257,17 @@ def _resolves_to(module: ModuleType, qualname: str, workload: object) -> bool:
 
 
 def _global_name_of(obj: object) -> tuple[ModuleType, str] | None:
-    """The module-level name ``obj`` is bound to: in its own module, its class's or ``__main__``."""
+    """The module-level name ``obj`` is bound to: in its own module or its class's.
+
+    Never in ``__main__``: the child does not run the script being run again.
+    """
     own_module = getattr(obj, "__module__", None)
-    names = [own_module if isinstance(own_module, str) else "", type(obj).__module__, "__main__"]
-    candidates = [sys.modules.get(name) for name in dict.fromkeys(names) if name]
+    names = [own_module if isinstance(own_module, str) else "", type(obj).__module__]
+    candidates = [
+        sys.modules.get(name)
+        for name in dict.fromkeys(names)
+        if name and name not in ("__main__", "__mp_main__")
+    ]
     for module in candidates:
         if module is None:
             continue
@@ -167,14 +279,11 @@ def _global_name_of(obj: object) -> tuple[ModuleType, str] | None:
 
 def _module_reference(module: ModuleType, qualname: str) -> str | None:
     name = module.__name__
-    spec = getattr(module, "__spec__", None)
-    if name == "__main__" and spec is not None and spec.name and spec.name != "__main__":
-        # Run with ``python -m package.module``: the module imports by that name.
-        name = spec.name
-    if name != "__main__" and _importable_by_name(name, module):
+    if _importable_by_name(name, module):
         return f"{name}:{qualname}"
-    # Loaded from a file under a name a fresh process cannot find (a script's ``__main__``, a
-    # module loaded with ``spec_from_file_location``): the child loads the same file.
+    # Loaded from a file under a name a fresh process cannot find (a module loaded with
+    # ``spec_from_file_location``, such as ``python -m torchscan measure file.py:fn`` loads): the
+    # child loads the same file under a private name, and the fingerprint checks it.
     path = getattr(module, "__file__", None)
     if isinstance(path, str) and path.endswith(".py") and os.path.isfile(path):
         return f"{os.path.abspath(path)}:{qualname}"
@@ -188,7 +297,7 @@ def _importable_by_name(name: str, module: ModuleType) -> bool:
     ``sys.modules``, and checks the answer is the file that is loaded here.
     """
     spec = getattr(module, "__spec__", None)
-    if spec is not None and spec.name != name and module.__name__ != "__main__":
+    if spec is not None and spec.name != name:
         return False  # registered under an alias
     top = name.partition(".")[0]
     if top in sys.builtin_module_names:
@@ -229,8 +338,12 @@ class _ChildRun:
 
     wait_status: int | None = None
     maxrss_b: int | None = None
+    spawner_peak_b: int | None = None
+    """Peak RSS of the process the worker was spawned from (the supervisor), which the kernel
+    carries into the worker's ``ru_maxrss``."""
     stdout: bytearray = field(default_factory=bytearray)
     stderr_tail: bytearray = field(default_factory=bytearray)
+    report: bytearray = field(default_factory=bytearray)
     timed_out: bool = False
     start_error: str | None = None
 
@@ -240,65 +353,8 @@ def _maxrss_to_bytes(maxrss: int) -> int:
     return int(maxrss) if sys.platform == "darwin" else int(maxrss) * 1024
 
 
-def _own_peak_rss_b() -> int | None:
-    """Peak RSS of this (parent) process: VmHWM on Linux, ``ru_maxrss`` elsewhere."""
-    try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as handle:
-            for line in handle:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - Windows
-        return None
-    return _maxrss_to_bytes(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
-
-
-def _reap(pid: int, run: _ChildRun, *, block: bool) -> bool:
-    """Reap ``pid`` with ``os.wait4``, keeping its status and rusage; ``True`` once it is reaped."""
-    try:
-        reaped_pid, status, usage = os.wait4(pid, 0 if block else os.WNOHANG)
-    except ChildProcessError:
-        # Someone else (a SIGCHLD handler, say) reaped it: the status and rusage are lost.
-        return True
-    if reaped_pid == 0:
-        return False
-    run.wait_status = status
-    run.maxrss_b = _maxrss_to_bytes(usage.ru_maxrss)
-    return True
-
-
-def _has_exited(pid: int, run: _ChildRun) -> bool:
-    """Whether the child has exited, leaving it unreaped where the platform allows.
-
-    Unreaped, its pid (and so its process group id) cannot be reused, so the group can still be
-    killed safely. ``waitid(WNOWAIT)`` is used on Linux only; elsewhere the child is reaped here.
-    """
-    if sys.platform == "linux":
-        try:
-            return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-        except ChildProcessError:
-            return True
-    return _reap(pid, run, block=False)
-
-
-def _kill_group(pid: int, *, leader_too: bool) -> None:
-    """SIGKILL the child's process group (grandchildren included), and the child itself.
-
-    The child alone is signalled too in case it left its group; never once it is reaped, when its
-    pid may already belong to another process.
-    """
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-    if leader_too:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-
-
 def _pump(selector: selectors.BaseSelector, run: _ChildRun, timeout_s: float) -> None:
-    """Read what is ready on the child's pipes, waiting at most ``timeout_s``."""
+    """Read what is ready on the supervisor's pipes, waiting at most ``timeout_s``."""
     if not selector.get_map():
         time.sleep(timeout_s)
         return
@@ -310,64 +366,113 @@ def _pump(selector: selectors.BaseSelector, run: _ChildRun, timeout_s: float) ->
         elif key.data == "stdout":
             if len(run.stdout) < _STDOUT_KEEP_B:
                 run.stdout += chunk
+        elif key.data == "report":
+            if len(run.report) < _REPORT_KEEP_B:
+                run.report += chunk
         else:
             run.stderr_tail += chunk
             del run.stderr_tail[:-_STDERR_KEEP_B]
 
 
+def _read_report(run: _ChildRun) -> None:
+    """Take the worker's wait status and peaks from the supervisor's one report line."""
+    words = bytes(run.report).decode("utf-8", errors="replace").strip().split(" ", 1)
+    if words[0] == "failed" and len(words) == 2:
+        run.start_error = words[1]
+        return
+    fields = words[1].split() if len(words) == 2 else []
+    if words[0] != "exited" or len(fields) != 4 or not all(f.isdigit() for f in fields):
+        return
+    run.wait_status, run.maxrss_b, run.spawner_peak_b = (int(f) for f in fields[:3])
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Ask the supervisor to kill the worker and sweep (idempotent): close its standard input."""
+    if proc.stdin is not None and not proc.stdin.closed:
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+
+
+def _end_supervisor(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """Wait for the supervisor to finish its sweep; SIGKILL it after ``grace_s``.
+
+    Killing it is a last resort: the worker then dies by its parent-death signal.
+    """
+    _stop(proc)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            proc.kill()
+        proc.wait()
+
+
 def _run_child(argv: list[str], env: dict[str, str], timeout_s: float) -> _ChildRun:
+    """Run the worker ``argv`` under the supervisor; its whole process tree ends before return.
+
+    The supervisor's standard output and error are the worker's; its report comes on a pipe of
+    its own, and the end of its standard input (closed here on a timeout, on any exception,
+    KeyboardInterrupt included, or by the kernel if this process dies) tells it to kill the
+    worker and every descendant.
+    """
     run = _ChildRun()
+    report_read, report_write = os.pipe()
     try:
         proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
+            [sys.executable, "-I", "-S", _SUPERVISOR, str(report_write), *argv],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=env,
-            # Its own process group, so a timeout or an interrupt kills grandchildren too, and a
-            # Ctrl-C in the terminal reaches only the parent, which then cleans up.
+            pass_fds=(report_write,),
+            # Its own session, so a Ctrl-C in the terminal reaches only this process, which then
+            # cleans up.
             start_new_session=True,
         )
     except OSError as error:
+        os.close(report_read)
         run.start_error = f"{type(error).__name__}: {error}"
         return run
+    finally:
+        os.close(report_write)
     assert proc.stdout is not None and proc.stderr is not None
-    reaped = False
     selector = selectors.DefaultSelector()
     try:
         selector.register(proc.stdout.fileno(), selectors.EVENT_READ, "stdout")
         selector.register(proc.stderr.fileno(), selectors.EVENT_READ, "stderr")
+        selector.register(report_read, selectors.EVENT_READ, "report")
         deadline = time.monotonic() + timeout_s
-        drain_until: float | None = None
-        while True:
+        stop_by: float | None = None
+        # The report pipe ends when the supervisor exits: only it holds the write end.
+        while report_read in selector.get_map():
             now = time.monotonic()
-            if drain_until is None:
-                exited = _has_exited(proc.pid, run)
-                if not exited and now >= deadline:
-                    run.timed_out = True
-                if exited or run.timed_out:
-                    # Grandchildren go with it: none outlives the call or holds its pipes open.
-                    _kill_group(proc.pid, leader_too=run.timed_out)
-                    reaped = _reap(proc.pid, run, block=True)
-                    drain_until = time.monotonic() + _DRAIN_GRACE_S
-                    continue
-            elif not selector.get_map() or now >= drain_until:
-                break
-            limit = drain_until if drain_until is not None else deadline
+            if stop_by is None and now >= deadline:
+                run.timed_out = True
+                _stop(proc)
+                stop_by = now + _STOP_GRACE_S
+            if stop_by is not None and now >= stop_by:
+                break  # the supervisor did not finish its sweep; it is killed below
+            limit = stop_by if stop_by is not None else deadline
             _pump(selector, run, max(0.0, min(_POLL_S, limit - now)))
+        _end_supervisor(proc, _STOP_GRACE_S)
+        # Every process that held the output pipes is gone: read them to their end.
+        drain_until = time.monotonic() + _DRAIN_GRACE_S
+        while selector.get_map() and time.monotonic() < drain_until:
+            _pump(selector, run, _POLL_S)
     finally:
-        # Whatever happened (KeyboardInterrupt included), no child or grandchild outlives the call.
-        if not reaped:
-            _kill_group(proc.pid, leader_too=True)
-            reaped = _reap(proc.pid, run, block=True)
-        if run.wait_status is not None:
-            # Tell Popen the exit status, so it never waits on a pid that is no longer its child.
-            proc.returncode = os.waitstatus_to_exitcode(run.wait_status)
-        else:
-            proc.returncode = -signal.SIGKILL
+        # Whatever happened (KeyboardInterrupt included), no process of the tree outlives the
+        # call: without its standard input the supervisor kills and reaps them all.
+        if proc.returncode is None:
+            _end_supervisor(proc, _STOP_GRACE_S)
         selector.close()
+        os.close(report_read)
+        if proc.stdin is not None:
+            proc.stdin.close()
         proc.stdout.close()
         proc.stderr.close()
+    _read_report(run)
     return run
 
 
@@ -394,7 +499,7 @@ def _with_tail(message: str, run: _ChildRun) -> str:
 
 def _exit_reason(status: int | None) -> str:
     if status is None:
-        return "child process failed (its exit status was collected elsewhere)"
+        return "child process failed (its supervisor reported no exit status)"
     if os.WIFSIGNALED(status):
         number = os.WTERMSIG(status)
         try:
@@ -434,9 +539,7 @@ def _nonnegative_int(payload: dict[str, Any], key: str) -> int | None:
     return None
 
 
-def _interpret(
-    run: _ChildRun, *, timeout_s: float, calls: int, parent_peak_b: int | None
-) -> RssResult:
+def _interpret(run: _ChildRun, *, timeout_s: float, calls: int) -> RssResult:
     if run.start_error is not None:
         return _failure(
             "child_process_failed",
@@ -457,6 +560,12 @@ def _interpret(
     if payload is not None and payload.get("ok") is False:
         error = str(payload.get("error", "unknown error"))[:_ERROR_CHARS]
         stage = payload.get("stage")
+        if payload.get("refused") is True:
+            return _failure(
+                "workload_not_importable",
+                NOT_IMPORTABLE,
+                f"the process-RSS child refused the workload: {error}. {_HOW_TO_REFERENCE}",
+            )
         if stage == "import":
             return _failure(
                 "workload_not_importable",
@@ -494,7 +603,7 @@ def _interpret(
             "child process failed (no result line on its standard output)",
             _with_tail("the process-RSS child exited without a valid result line", run),
         )
-    return _measured(payload, baseline_b, workload_peak_b, run, calls, parent_peak_b)
+    return _measured(payload, baseline_b, workload_peak_b, run, calls)
 
 
 def _measured(
@@ -503,7 +612,6 @@ def _measured(
     workload_peak_b: int,
     run: _ChildRun,
     calls: int,
-    parent_peak_b: int | None,
 ) -> RssResult:
     call_text = f"{calls} call{'s' if calls != 1 else ''}"
     baseline_method = (
@@ -524,8 +632,12 @@ def _measured(
         own_peak_source = "the child's ru_maxrss before the calls and its sampled workload peak"
     setup_peak_b = _nonnegative_int(payload, "setup_peak_b") or 0
     own_peak_b = max(setup_peak_b, workload_peak_b, baseline_b)
+    # The kernel folds the peak of the process a child was spawned from (here the small
+    # supervisor) into the child's ru_maxrss: only a larger one is surely the child's own.
     attributable = (
-        run.maxrss_b is not None and parent_peak_b is not None and run.maxrss_b > parent_peak_b
+        run.maxrss_b is not None
+        and run.spawner_peak_b is not None
+        and run.maxrss_b > run.spawner_peak_b
     )
     if attributable and run.maxrss_b is not None:
         lifetime_b = max(run.maxrss_b, own_peak_b)
@@ -533,8 +645,8 @@ def _measured(
     else:
         lifetime_b = own_peak_b
         lifetime_method = (
-            f"{own_peak_source}; ru_maxrss via os.wait4 not used: it was not above this "
-            "process's own peak RSS, which the kernel carries into a spawned child"
+            f"{own_peak_source}; ru_maxrss via os.wait4 not used: it was not above the peak RSS "
+            "of the process that spawned the child, which the kernel carries into it"
         )
     return RssResult(
         baseline=complete(baseline_b, "B", SCOPE_BASELINE, baseline_method),
@@ -575,10 +687,20 @@ def measure_process_rss(
     """Process RSS of ``workload`` (called ``calls`` times with no arguments) in a fresh child.
 
     The child is ``sys.executable -m torchscan._child_main``, with this environment and this
-    ``sys.path``; it sets ``torch.set_num_threads(threads)`` when ``threads`` is given and
-    initialises ``device`` before the baseline. Within ``timeout_s`` (imports included) it must
-    finish, or it is killed with its process group. A crash, a timeout, a workload that cannot be
-    imported or raises gives all three metrics ``unavailable`` and an ``error`` diagnostic that
+    ``sys.path``, started by a small supervisor (:mod:`torchscan._child_supervisor`); it sets
+    ``torch.set_num_threads(threads)`` when ``threads`` is given and initialises ``device`` before
+    the baseline. Within ``timeout_s`` (imports included) it must finish, or it is killed. When
+    this returns, by any path (KeyboardInterrupt included), the child and every process it
+    started are gone: on Linux the supervisor is a child subreaper that kills and reaps every
+    descendant, ``setsid`` and double-forked ones included.
+
+    ``workload`` is a reference string, or an object the child can import by reference (see
+    :func:`workload_reference`); the child checks that what it imports is the same function
+    (module, qualified name, file, first line and a hash of its code). An object of the script
+    being run (``__main__``), a lambda, a closure or a rebound name gives all three metrics
+    ``unavailable`` with reason ``workload not importable`` and a diagnostic that says how to
+    pass it; so does a module whose import in the child asks for process RSS itself. A crash, a
+    timeout, or a workload that raises gives ``unavailable`` and an ``error`` diagnostic that
     carries the last lines of the child's standard error. Never raises for a workload's failure.
     """
     if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
@@ -597,22 +719,29 @@ def measure_process_rss(
             "(Windows) has none",
         )
     if os.environ.get(CHILD_MARKER_ENV):
+        # Counted, so that a child whose import of the workload's module ends up here refuses
+        # that module (torchscan._child_main reads the count).
+        _TALLY.nested_requests += 1
         return _failure(
             "child_process_failed",
             "child process failed (process RSS requested inside a process-RSS child)",
-            "process RSS was requested while the process-RSS child imported the workload: its "
-            "module measures itself at import time. Put that call under "
-            "'if __name__ == \"__main__\":' so importing the module only defines the workload",
+            "process RSS was requested inside a process-RSS child, which never starts another: "
+            "the workload's module measures itself when it is imported, or the workload measures "
+            "process RSS. Put such a call under 'if __name__ == \"__main__\":' so importing the "
+            "module only defines the workload",
         )
-    reference = workload_reference(workload)
-    if reference is None:
-        return _failure("workload_not_importable", NOT_IMPORTABLE, _HOW_TO_REFERENCE)
-    argv = [sys.executable, "-m", "torchscan._child_main", reference, "--calls", str(calls)]
+    resolved = _resolve(workload)
+    if not isinstance(resolved, _Resolved):
+        return _failure(
+            "workload_not_importable",
+            NOT_IMPORTABLE,
+            f"{_WHY_BY_REFERENCE}, and {resolved}. {_HOW_TO_REFERENCE}",
+        )
+    argv = [sys.executable, "-m", "torchscan._child_main", resolved.reference]
+    argv += ["--calls", str(calls), "--device", str(device)]
     if threads is not None:
         argv += ["--threads", str(threads)]
-    argv += ["--device", str(device)]
+    if resolved.fingerprint is not None:
+        argv += ["--fingerprint", json.dumps(resolved.fingerprint, sort_keys=True)]
     run = _run_child(argv, _child_env(), float(timeout_s))
-    # Read after the child is reaped: this process's peak only grows, so a ru_maxrss above it
-    # cannot be the peak the kernel carried over from here at spawn time.
-    parent_peak_b = _own_peak_rss_b()
-    return _interpret(run, timeout_s=float(timeout_s), calls=calls, parent_peak_b=parent_peak_b)
+    return _interpret(run, timeout_s=float(timeout_s), calls=calls)
