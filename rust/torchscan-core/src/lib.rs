@@ -7,6 +7,8 @@
 
 pub mod bench_compare;
 pub mod compare;
+#[doc(hidden)]
+pub mod fuzz_targets;
 pub mod files;
 #[doc(hidden)]
 pub mod fuzz_targets;
