@@ -14,16 +14,19 @@ use crate::schema::comparison::{
 use crate::schema::output_check::OutputCheckReport;
 use crate::stats;
 
+/// The most bootstrap resamples a comparison accepts: more would only cost time and memory.
+pub const MAX_BOOTSTRAP_RESAMPLES: u64 = 1_000_000;
+
 /// How a comparison is computed.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CompareOptions {
     /// Confidence level of the intervals, in (0, 1).
     pub confidence_level: f64,
-    /// Bootstrap resamples (at least 1).
+    /// Bootstrap resamples, from 1 to [`MAX_BOOTSTRAP_RESAMPLES`].
     pub bootstrap_resamples: u64,
     /// Seed of the bootstrap, so the same inputs give the same report.
     pub seed: u64,
-    /// Smallest relative change that counts (for example 0.02 for 2%).
+    /// Smallest relative change that counts (for example 0.02 for 2%): finite and at least 0.
     pub min_effect: f64,
 }
 
@@ -354,10 +357,11 @@ fn check_options(options: &CompareOptions) -> Result<(), BenchCompareError> {
             options.confidence_level
         )));
     }
-    if options.bootstrap_resamples == 0 {
-        return Err(BenchCompareError::InvalidOption(
-            "bootstrap resamples must be at least 1".to_owned(),
-        ));
+    if !(1..=MAX_BOOTSTRAP_RESAMPLES).contains(&options.bootstrap_resamples) {
+        return Err(BenchCompareError::InvalidOption(format!(
+            "bootstrap resamples must be from 1 to {MAX_BOOTSTRAP_RESAMPLES}, got {}",
+            options.bootstrap_resamples
+        )));
     }
     if !(options.min_effect.is_finite() && options.min_effect >= 0.0) {
         return Err(BenchCompareError::InvalidOption(format!(
@@ -701,6 +705,69 @@ mod tests {
             Verdict::NoDetectableChange
         );
         assert_eq!(verdict(1.05, 1.10, 0.02, false), Verdict::Faster);
+    }
+
+    #[test]
+    fn options_out_of_range_are_refused_before_any_work() {
+        let valid = CompareOptions::default();
+        let refused = |options: CompareOptions| match check_options(&options) {
+            Err(BenchCompareError::InvalidOption(message)) => message,
+            other => panic!("expected an invalid option, got {other:?}"),
+        };
+        for level in [
+            0.0,
+            1.0,
+            -0.5,
+            1.5,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            let message = refused(CompareOptions {
+                confidence_level: level,
+                ..valid
+            });
+            assert!(
+                message.starts_with("confidence level must be in (0, 1)"),
+                "{message}"
+            );
+        }
+        for resamples in [0, MAX_BOOTSTRAP_RESAMPLES + 1, u64::MAX] {
+            let message = refused(CompareOptions {
+                bootstrap_resamples: resamples,
+                ..valid
+            });
+            assert_eq!(
+                message,
+                format!("bootstrap resamples must be from 1 to 1000000, got {resamples}")
+            );
+        }
+        for effect in [-0.01, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let message = refused(CompareOptions {
+                min_effect: effect,
+                ..valid
+            });
+            assert!(
+                message.starts_with("minimum effect must be finite"),
+                "{message}"
+            );
+        }
+        for accepted in [
+            CompareOptions {
+                confidence_level: f64::MIN_POSITIVE,
+                bootstrap_resamples: 1,
+                seed: u64::MAX,
+                min_effect: 0.0,
+            },
+            CompareOptions {
+                confidence_level: 1.0 - f64::EPSILON / 2.0,
+                bootstrap_resamples: MAX_BOOTSTRAP_RESAMPLES,
+                seed: 0,
+                min_effect: f64::MAX,
+            },
+        ] {
+            assert_eq!(check_options(&accepted), Ok(()));
+        }
     }
 
     #[test]

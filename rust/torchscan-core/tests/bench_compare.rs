@@ -267,3 +267,61 @@ fn paired_rounds_need_blocks_that_pair_up() {
         outcome => panic!("expected a refusal, got {outcome:?}"),
     }
 }
+
+#[test]
+fn options_out_of_range_are_refused_by_the_json_entry_point_without_a_panic() {
+    use torchscan_core::bench_compare::{BenchCompareError, MAX_BOOTSTRAP_RESAMPLES};
+
+    let report = example();
+    for (options, expected) in [
+        (
+            CompareOptions {
+                bootstrap_resamples: u64::MAX,
+                ..CompareOptions::default()
+            },
+            format!(
+                "bootstrap resamples must be from 1 to 1000000, got {}",
+                u64::MAX
+            ),
+        ),
+        (
+            CompareOptions {
+                bootstrap_resamples: 0,
+                ..CompareOptions::default()
+            },
+            "bootstrap resamples must be from 1 to 1000000, got 0".to_owned(),
+        ),
+        (
+            CompareOptions {
+                confidence_level: f64::NAN,
+                ..CompareOptions::default()
+            },
+            "confidence level must be in (0, 1), got NaN".to_owned(),
+        ),
+        (
+            CompareOptions {
+                min_effect: f64::INFINITY,
+                ..CompareOptions::default()
+            },
+            "minimum effect must be finite and >= 0, got inf".to_owned(),
+        ),
+    ] {
+        for pairing in [Pairing::Independent, Pairing::Rounds] {
+            let refused = compare_benchmarks_json_with(&report, &report, None, &options, pairing);
+            assert_eq!(
+                refused,
+                Err(BenchCompareFailure::Refused(
+                    BenchCompareError::InvalidOption(expected.clone())
+                ))
+            );
+        }
+    }
+    // The bounds themselves are accepted (the largest is checked by the unit test: a million
+    // resamples take minutes in a debug build).
+    assert_eq!(MAX_BOOTSTRAP_RESAMPLES, 1_000_000);
+    let smallest = CompareOptions {
+        bootstrap_resamples: 1,
+        ..CompareOptions::default()
+    };
+    assert!(compare_benchmarks_json(&report, &report, None, &smallest).is_ok());
+}
