@@ -1,5 +1,6 @@
 """Type stubs of the compiled ``torchscan._core`` extension (checked by ``mypy.stubtest``)."""
 
+import os
 from typing import Any, final
 
 __all__ = [
@@ -30,11 +31,13 @@ __all__ = [
     "min",
     "quantile",
     "quartiles",
+    "read_file",
     "render_report_json",
     "shape_elements",
     "storage_totals",
     "validate_report_json",
     "walk_storage",
+    "write_file",
 ]
 
 __version__: str
@@ -69,6 +72,8 @@ def block_timing(
     block_durations_s: list[float], calls_per_block: int
 ) -> tuple[float, float, int, float]: ...
 def cli_main(argv: list[str]) -> int: ...
+def write_file(path: str | os.PathLike[str], data: bytes) -> None: ...
+def read_file(path: str | os.PathLike[str], max_bytes: int = 1073741824) -> bytes: ...
 def exclusion_reasons() -> list[tuple[str, str]]: ...
 def shape_elements(values: Any, size_type: Any) -> int | None: ...
 def storage_totals(

@@ -7,6 +7,7 @@
 
 pub mod bench_compare;
 pub mod compare;
+pub mod files;
 #[doc(hidden)]
 pub mod fuzz_targets;
 pub mod problem;
@@ -20,6 +21,7 @@ pub mod validate;
 pub use compare::{
     CompareError, CompareFailure, compare_report_texts, compare_reports, compare_reports_json,
 };
+pub use files::{read_input, write_output};
 pub use problem::Problem;
 pub use read::{parse_report, read_report};
 pub use render::{RenderError, RenderFailure, render_html, render_report_json};

@@ -1,6 +1,9 @@
 //! The one place where core errors become Python exceptions.
 
-use pyo3::exceptions::{PyException, PyRuntimeError, PyValueError};
+use std::io;
+use std::path::Path;
+
+use pyo3::exceptions::{PyException, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use torchscan_core::bench_compare::BenchCompareFailure;
@@ -85,4 +88,50 @@ pub fn bench_compare_error(py: Python<'_>, failure: BenchCompareFailure) -> PyEr
 /// A statistic that cannot be computed, as `ValueError`.
 pub fn stats_error(error: StatsError) -> PyErr {
     PyValueError::new_err(error.to_string())
+}
+
+/// A failed file read or write as the `OSError` subclass Python itself would raise:
+/// `OSError(errno, strerror, filename)` picks `FileNotFoundError`, `IsADirectoryError`,
+/// `PermissionError`... from the errno. The path is the one the error names (else `path`); an
+/// error that carries no OS errno gets the errno of its kind where one fits.
+pub fn file_error(py: Python<'_>, path: &Path, error: &io::Error) -> PyErr {
+    let (filename, source) = match torchscan_core::files::FileError::of(error) {
+        Some(file_error) => (file_error.path.as_path(), &file_error.source),
+        None => (path, error),
+    };
+    let errno = source
+        .raw_os_error()
+        .or_else(|| errno_of_kind(py, source.kind()));
+    let strerror = match source.raw_os_error() {
+        // The OS's own text, without std's " (os error N)" suffix.
+        Some(code) => {
+            let text = io::Error::from_raw_os_error(code).to_string();
+            match text.rfind(" (os error ") {
+                Some(end) => text[..end].to_owned(),
+                None => text,
+            }
+        }
+        None => source.to_string(),
+    };
+    PyOSError::new_err((errno, strerror, filename.to_path_buf()))
+}
+
+fn errno_of_kind(py: Python<'_>, kind: io::ErrorKind) -> Option<i32> {
+    let name = match kind {
+        io::ErrorKind::NotFound => "ENOENT",
+        io::ErrorKind::PermissionDenied => "EACCES",
+        io::ErrorKind::AlreadyExists => "EEXIST",
+        io::ErrorKind::IsADirectory => "EISDIR",
+        io::ErrorKind::NotADirectory => "ENOTDIR",
+        io::ErrorKind::ReadOnlyFilesystem => "EROFS",
+        io::ErrorKind::StorageFull => "ENOSPC",
+        io::ErrorKind::FileTooLarge => "EFBIG",
+        io::ErrorKind::BrokenPipe => "EPIPE",
+        io::ErrorKind::InvalidInput => "EINVAL",
+        _ => return None,
+    };
+    py.import("errno")
+        .and_then(|module| module.getattr(name))
+        .and_then(|value| value.extract::<i32>())
+        .ok()
 }

@@ -6,6 +6,7 @@ mod calls;
 mod dispatch;
 mod errors;
 mod fields;
+mod files;
 mod functions;
 mod storage;
 mod template;
@@ -30,6 +31,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     calls::register(module)?;
     dispatch::register(module)?;
     fields::register(module)?;
+    files::register(module)?;
     storage::register(module)?;
     Ok(())
 }
