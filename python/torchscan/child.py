@@ -77,9 +77,10 @@ _PLANNED_LIFETIME = "peak RSS of a fresh child process (ru_maxrss via os.wait4)"
 
 _HOW_TO_REFERENCE = (
     "Define the workload as a module-level function in a module (or a module-level callable "
-    "object) and pass it, or pass a reference such as 'package.module:function' or "
-    "'path/to/file.py:function'; keep a script's own work under 'if __name__ == \"__main__\":' "
-    "so that importing the file only defines the workload."
+    "object) and import it from there, or pass a reference such as 'package.module:function' or "
+    "'path/to/file.py:function' (python -m torchscan measure path/to/file.py:function --metrics "
+    "process_rss); keep a script's own work under 'if __name__ == \"__main__\":' so that "
+    "importing the file only defines the workload."
 )
 _WHY_BY_REFERENCE = (
     "process RSS is measured in a fresh child process, which imports the workload by reference "
