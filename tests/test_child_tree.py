@@ -245,3 +245,30 @@ def test_killed_parent_leaves_no_descendant(workloads: tuple[Path, Path]) -> Non
             parent.kill()
             parent.wait()
         _kill_leftovers(record)
+
+
+def test_a_caller_that_ignores_sigchld_still_gets_a_measurement(
+    workloads: tuple[Path, Path],
+) -> None:
+    # SIG_IGN for SIGCHLD is inherited across exec: without resetting it, the supervisor's
+    # children would be reaped by the kernel, leaving no wait status, no rusage and no sweep.
+    module, record = workloads
+    code = (
+        "import signal, sys\n"
+        "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
+        "from torchscan.child import measure_process_rss\n"
+        f"result = measure_process_rss(sys.argv[1], timeout_s={LONG_TIMEOUT_S})\n"
+        "print(result.lifetime_peak['status'], result.diagnostics)\n"
+    )
+    try:
+        completed = subprocess.run(
+            [sys.executable, "-c", code, f"{module}:setsid_returns"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=LONG_TIMEOUT_S,
+        )
+        assert completed.stdout.strip() == "complete []"
+        _check_tree_gone(record)
+    finally:
+        _kill_leftovers(record)

@@ -30,6 +30,7 @@ from collections.abc import Iterator
 
 _PR_SET_CHILD_SUBREAPER = 36
 _POLL_S = 0.05
+_CHANGED_SIGNALS = (signal.SIGCHLD, signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: The worker reads this to check that the supervisor that started it is still its parent.
 SUPERVISOR_PID_ENV = "TORCHSCAN_RSS_SUPERVISOR"
 
@@ -148,10 +149,16 @@ def _wait(pid: int, control: int) -> None:
 def _spawn(worker_argv: list[str], env: dict[str, str]) -> int:
     """Start the worker in a session of its own, with ``/dev/null`` as its standard input."""
     stdin = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)]
+    # The worker gets default dispositions for the signals this process changed.
+    defaults = _CHANGED_SIGNALS
     try:
-        return os.posix_spawn(worker_argv[0], worker_argv, env, file_actions=stdin, setsid=True)
+        return os.posix_spawn(
+            worker_argv[0], worker_argv, env, file_actions=stdin, setsigdef=defaults, setsid=True
+        )
     except NotImplementedError:  # pragma: no cover - no POSIX_SPAWN_SETSID (old macOS)
-        return os.posix_spawn(worker_argv[0], worker_argv, env, file_actions=stdin, setpgroup=0)
+        return os.posix_spawn(
+            worker_argv[0], worker_argv, env, file_actions=stdin, setsigdef=defaults, setpgroup=0
+        )
 
 
 def _reap_worker(pid: int) -> tuple[int, int]:
@@ -169,6 +176,9 @@ def main(argv: list[str]) -> int:
     """Supervise ``argv[1:]`` and report on fd ``argv[0]``; the return value is the exit status."""
     report_fd = int(argv[0])
     os.set_inheritable(report_fd, False)
+    # Ignored SIGCHLD (inherited from a caller that ignores it) would make the kernel reap the
+    # worker and every descendant itself: no wait status, no rusage, no sweep.
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     # A Ctrl-C meant for the parent is the parent's to handle: it closes our standard input.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_signal)
