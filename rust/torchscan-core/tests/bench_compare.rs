@@ -325,3 +325,21 @@ fn options_out_of_range_are_refused_by_the_json_entry_point_without_a_panic() {
     };
     assert!(compare_benchmarks_json(&report, &report, None, &smallest).is_ok());
 }
+
+#[test]
+fn a_comparison_at_the_level_closest_to_one_reads_back_valid() {
+    // Its JSON text holds 0.9999999999999999, which a best-effort float parser reads as 1.0.
+    let options = CompareOptions {
+        confidence_level: 1.0 - f64::EPSILON / 2.0,
+        bootstrap_resamples: 10,
+        ..CompareOptions::default()
+    };
+    let report = example();
+    let text = compare_benchmarks_json(&report, &report, None, &options).expect("a comparison");
+    let read = read_report(&text).expect("the comparison reads back valid");
+    let value: Value = serde_json::to_value(&read).expect("JSON");
+    assert_eq!(
+        value["settings"]["confidence_level"].as_f64(),
+        Some(1.0 - f64::EPSILON / 2.0)
+    );
+}
