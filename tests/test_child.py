@@ -446,7 +446,7 @@ def test_script_main_functions_are_not_referenced(tmp_path: Path) -> None:
         tmp_path,
         "script",
         """
-        from torchscan.child import workload_reference
+        from torchscan.child import measure_process_rss, workload_reference
 
         def run():
             return None
@@ -460,12 +460,22 @@ def test_script_main_functions_are_not_referenced(tmp_path: Path) -> None:
         if __name__ == "__main__":
             print(workload_reference(run), workload_reference(RUNNER))
             print(workload_reference(RUNNER.__call__), workload_reference(Runner))
+            for workload in (run, RUNNER, RUNNER.__call__, Runner):
+                print(measure_process_rss(workload).diagnostics[0]["message"].split(". ")[0])
         """,
     )
     completed = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=60
     )
-    assert completed.stdout.split() == ["None"] * 4
+    lines = completed.stdout.splitlines()
+    assert lines[:2] == ["None None"] * 2
+    why = [line.partition(" again, and ")[2] for line in lines[2:]]
+    assert why == [
+        "'run' is defined in the script being run (__main__)",
+        "the Runner object given is bound to a name in the script being run (__main__) only",
+        "'Runner.__call__' is defined in the script being run (__main__)",
+        "'Runner' is defined in the script being run (__main__)",
+    ]
 
 
 def test_main_reference_strings_are_refused() -> None:

@@ -168,12 +168,19 @@ def _resolve(workload: object) -> _Resolved | str:
         # A callable object (an ``nn.Module`` instance, say) bound to a module-level name.
         found = _global_name_of(workload)
         if found is None:
-            return (
-                f"the {type(workload).__name__} object given is not bound to a name at the top "
-                "level of an importable module"
+            where = (
+                "is bound to a name in the script being run (__main__) only"
+                if _bound_in_main(workload)
+                else "is not bound to a name at the top level of an importable module"
             )
+            return f"the {type(workload).__name__} object given {where}"
         return _with_module(workload, *found)
     return f"a {type(workload).__name__} is not callable"
+
+
+def _bound_in_main(obj: object) -> bool:
+    main = sys.modules.get("__main__")
+    return main is not None and any(value is obj for value in list(vars(main).values()))
 
 
 def _resolve_named(workload: object, qualname: object, module_name: object) -> _Resolved | str:
@@ -213,10 +220,12 @@ def _resolve_method(workload: MethodType) -> _Resolved | str:
         return _with_module(workload, module, qualname)
     owner_name = _global_name_of(workload.__self__)
     if owner_name is None:
-        return (
-            f"{qualname!r} is a method of an object that is not bound to a name at the top level "
-            "of an importable module"
+        where = (
+            "bound to a name in the script being run (__main__) only"
+            if _bound_in_main(workload.__self__)
+            else "not bound to a name at the top level of an importable module"
         )
+        return f"{qualname!r} is a method of an object {where}"
     owner_module, name = owner_name
     return _with_module(workload, owner_module, f"{name}.{workload.__func__.__name__}")
 
