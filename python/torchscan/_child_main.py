@@ -39,6 +39,8 @@ from collections.abc import Callable, Sequence
 from types import CodeType, FunctionType, MethodType, ModuleType
 from typing import Any
 
+from ._child_supervisor import SUPERVISOR_PID_ENV
+
 __all__ = [
     "CHILD_MARKER_ENV",
     "PROTOCOL",
@@ -73,7 +75,6 @@ _FILE_MODULE_NAME = "_torchscan_child_workload"
 _RESERVED_MODULES = ("__main__", "__mp_main__")
 # How many ``__wrapped__`` links of a decorated function the fingerprint follows.
 _WRAPPED_DEPTH = 8
-_SUPERVISOR_PID_ENV = "TORCHSCAN_RSS_SUPERVISOR"
 _PR_SET_PDEATHSIG = 1
 
 
@@ -368,7 +369,7 @@ def _refuse_nested_requests() -> None:
 
 def _die_with_supervisor() -> None:
     """Ask Linux to SIGKILL this process when the supervisor that started it ends."""
-    supervisor = os.environ.get(_SUPERVISOR_PID_ENV, "")
+    supervisor = os.environ.get(SUPERVISOR_PID_ENV, "")
     if not sys.platform.startswith("linux") or not supervisor.isdigit():
         return
     with contextlib.suppress(OSError, AttributeError):

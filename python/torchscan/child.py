@@ -5,11 +5,21 @@ workload: the child (:mod:`torchscan._child_main`) imports the workload by refer
 baseline, resets its high-water mark, calls the workload and reports one JSON line. The numbers
 are process RSS and are never added to tensor or allocator peaks.
 
-Linux note: ``ru_maxrss`` of a spawned child starts at the *parent's* peak RSS (the kernel folds
-the pre-``exec`` address space's high-water mark into it), and resetting the high-water mark also
-erases the pre-reset peak from it. So the lifetime peak is ``ru_maxrss`` from ``os.wait4`` only
-when it exceeds this process's own peak, which proves it is the child's; otherwise it is the
-child's own VmHWM, read before the reset and after the calls.
+The child runs under a supervisor (:mod:`torchscan._child_supervisor`), a small standard-library
+process that reaps it with ``os.wait4`` and, as a Linux child subreaper, kills and reaps every
+process the child started before it exits; this module asks it to stop by closing its standard
+input. So the child's whole process tree is gone when :func:`measure_process_rss` returns.
+
+The child never runs the script being run (``__main__``) again: an object of that script, a
+lambda, a closure or a rebound name is refused before any child starts, and the child refuses an
+imported object whose fingerprint (:func:`torchscan._child_main.workload_fingerprint`) is not the
+one given.
+
+Linux note: ``ru_maxrss`` of a spawned child starts at the peak RSS of the process it was spawned
+from (the kernel folds the pre-``exec`` address space's high-water mark into it), and resetting
+the high-water mark also erases the pre-reset peak from it. So the lifetime peak is ``ru_maxrss``
+only when it exceeds the supervisor's own peak, which proves it is the child's; otherwise it is
+the child's own VmHWM, read before the reset and after the calls.
 """
 
 from __future__ import annotations
