@@ -84,3 +84,10 @@ clean:
 	cargo clean
 	rm -rf $(VENV) python/torchscan/_core*.so
 	find python -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# Coverage-guided fuzzing of the Rust core with libFuzzer on the stable toolchain, every target
+# SECONDS seconds, one at a time (docs/fuzzing.md). Installs g++ when no C++ compiler is found.
+SECONDS ?= 60
+.PHONY: fuzz
+fuzz:
+	fuzz/run.sh run $(SECONDS)
