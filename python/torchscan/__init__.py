@@ -13,6 +13,7 @@ from .check import check_outputs
 from .compare import compare_benchmarks, compare_reports
 from .crawl import crawl_module, summary
 from .errors import (
+    ConcurrentAnalysisError,
     IncompleteAnalysisError,
     IncompleteMeasurementError,
     InvalidArgumentError,
@@ -54,6 +55,7 @@ __all__ = [
     "AnalysisReport",
     "BenchmarkComparison",
     "BenchmarkReport",
+    "ConcurrentAnalysisError",
     "Context",
     "Diagnostic",
     "Experiment",

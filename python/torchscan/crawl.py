@@ -6,13 +6,14 @@ import contextlib
 import functools
 import gc
 import sys
+import threading
 import types
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from math import prod
 from typing import IO, Any
 
-from . import _core, _metrics
+from . import _claims, _core, _metrics
 from ._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, dtype_name, freeze, iter_tensors
 from .context import capture_context, class_name, current_flags, qualified_type_name
 from .errors import IncompleteAnalysisError, InvalidArgumentError
@@ -369,7 +370,9 @@ class _Recorder:
     wrapped (scripted, replicated or compiled) get two process-wide forward hooks instead,
     filtered to the model's modules. Either way the call records the positional and keyword
     arguments its ``forward`` received and what it returned, also when it raised. Once the
-    forward is over, ``_core.assemble`` builds the report's layers from the records.
+    forward is over, ``_core.assemble`` builds the report's layers from the records. Only calls
+    on the thread that built the recorder are recorded: a stand-in or a hook called from any
+    other thread passes straight through to the real forward.
     """
 
     def __init__(self, named_modules: list[tuple[str, Any]], log: list[Any] | None) -> None:
@@ -390,6 +393,7 @@ class _Recorder:
         self.core = _core.CallRecorder(known, log, torch.Tensor, freeze)
         self.handles: list[Any] = []
         self.wrapped: list[Any] = []
+        self.thread = threading.get_ident()
 
     @property
     def top(self) -> int | None:
@@ -419,9 +423,14 @@ class _Recorder:
         self.close()
 
     def close(self) -> None:
-        for handle in self.handles:
-            handle.remove()
-        self.handles.clear()
+        if self.handles:
+            from torch.nn.modules import module as torch_module
+
+            for handle in self.handles:
+                handle.remove()
+                # ``RemovableHandle.remove`` leaves the hook's ``with_kwargs`` mark behind.
+                torch_module._global_forward_hooks_with_kwargs.pop(handle.id, None)
+            self.handles.clear()
         for wrapper in reversed(self.wrapped):
             module, previous = wrapper.module, wrapper.previous
             if previous is _NO_FORWARD:
@@ -442,6 +451,8 @@ class _Recorder:
         module.__dict__["forward"] = forward
 
     def _pre(self, module: Any, inputs: tuple[Any, ...]) -> None:
+        if threading.get_ident() != self.thread:
+            return  # the model run by another thread: not part of the analysed forward
         position = self.positions.get(id(module))
         if position is not None:  # else a module of another model, or not reachable from this one
             self.core.enter(position)
@@ -449,7 +460,7 @@ class _Recorder:
     def _post_hook(
         self, module: Any, inputs: tuple[Any, ...], kwargs: dict[str, Any], output: Any
     ) -> None:
-        if id(module) in self.positions:
+        if id(module) in self.positions and threading.get_ident() == self.thread:
             _core.CallRecorder.leave(self.core, module, inputs, output, kwargs)
 
 
@@ -542,6 +553,7 @@ def _analyse(
     kwargs: Any,
     device: Any,
     mode: str,
+    caller: str,
 ) -> AnalysisReport:
     import torch
 
@@ -560,24 +572,29 @@ def _analyse(
     all_inputs = iter_tensors((positional, keywords))
     recorder = _Recorder(named_modules, [] if full else None)
     counter = _crawl_counter(recorder) if full else None
-    try:
-        if any(training):
-            model.eval()
-        with torch.no_grad(), recorder, warnings.catch_warnings():
-            # With compiled modules the recorder falls back to process-wide hooks, about which
-            # torch.compile warns; they are the analysis's, not the user's.
-            warnings.filterwarnings(
-                "ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks"
-            )
-            if counter is None:
-                model(*positional, **keywords)
-            else:
-                with counter:
+    # The modules are this analysis's until their state is restored; another analysis of any of
+    # them (another thread, or one started inside this forward) is refused before it changes a
+    # thing, and so is this one while another holds them.
+    with _claims.claimed(named_modules, caller):
+        try:
+            if any(training):
+                model.eval()
+            with torch.no_grad(), recorder, warnings.catch_warnings():
+                # With compiled modules the recorder falls back to process-wide hooks, about
+                # which torch.compile warns; they are the analysis's, not the user's.
+                warnings.filterwarnings(
+                    "ignore",
+                    message=r"Using `torch\.compile\(module\)` when there are global hooks",
+                )
+                if counter is None:
                     model(*positional, **keywords)
-    finally:
-        for module, flag in zip(recorder_modules, training, strict=True):
-            if module.training is not flag:
-                module.training = flag
+                else:
+                    with counter:
+                        model(*positional, **keywords)
+        finally:
+            for module, flag in zip(recorder_modules, training, strict=True):
+                if module.training is not flag:
+                    module.training = flag
     # The forward is over: everything below works on what the hooks and the counter kept.
     core = recorder.core
     # Each module's own parameters and buffers and the storage totals, in one walk.
@@ -749,15 +766,22 @@ def crawl_module(
     """Analyse one evaluation forward of ``model`` and return its ``AnalysisReport`` quietly.
 
     ``input_shape`` excludes the batch dimension (a batch of one is generated, in ``dtype`` or the
-    model's parameter dtype); or give ``args`` / ``kwargs``, forwarded unchanged (the very same
-    objects). The forward runs once, in evaluation mode with gradients disabled; every module's
-    training flag and the grad mode are restored afterwards, exceptions included.
+    model's parameter dtype; its sizes are positive integers, at most 2**48 elements per input,
+    or :class:`~torchscan.InvalidArgumentError`); or give ``args`` / ``kwargs``, forwarded
+    unchanged (the very same objects). The forward runs once, in evaluation mode with gradients
+    disabled; every module's training flag and the grad mode are restored afterwards, exceptions
+    included.
     ``mode="structure"`` records shapes, parameters and storage only. ``strict=True`` raises
     :class:`~torchscan.IncompleteAnalysisError` (carrying the report) when a requested metric is
     partial or unavailable.
+
+    The model's modules are held by this call alone while it runs: another analysis of any of
+    them (in another thread, or started inside this forward) raises
+    :class:`~torchscan.ConcurrentAnalysisError` before it changes anything, as this call does
+    while another holds them. Calls of the model from other threads meanwhile are not recorded.
     """
     with _collection_paused():
-        report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
+        report = _analyse(model, input_shape, dtype, args, kwargs, device, mode, "crawl_module")
     if strict:
         _strict_check(report)
     return report
@@ -789,7 +813,8 @@ def summary(
     and padding). The table names each layer by its own name, indented, so there is no dotted
     path for ``wrap_mode`` to shorten; the receptive field is always in the report, whatever the
     table shows. With ``strict=True`` the table is printed before
-    :class:`~torchscan.IncompleteAnalysisError` is raised.
+    :class:`~torchscan.IncompleteAnalysisError` is raised. Threads and nested analyses follow
+    :func:`crawl_module`'s rules (:class:`~torchscan.ConcurrentAnalysisError`).
     """
     if wrap_mode is not None and wrap_mode not in _WRAP_MODES:
         raise InvalidArgumentError(
@@ -806,7 +831,7 @@ def summary(
         if not isinstance(flag, bool):
             raise InvalidArgumentError(f"{name} must be True or False, got {flag!r}")
     with _collection_paused():
-        report = _analyse(model, input_shape, dtype, args, kwargs, device, mode)
+        report = _analyse(model, input_shape, dtype, args, kwargs, device, mode, "summary")
     from .validation import format_summary
 
     text = format_summary(

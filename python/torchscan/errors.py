@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "ConcurrentAnalysisError",
     "IncompleteAnalysisError",
     "IncompleteMeasurementError",
     "InvalidArgumentError",
@@ -38,6 +39,16 @@ class ReportValidationError(TorchscanError, ValueError):
 
 class InvalidArgumentError(TorchscanError, ValueError):
     """An argument has a value torchscan cannot use; the message says what to pass instead."""
+
+
+class ConcurrentAnalysisError(TorchscanError, RuntimeError):
+    """An analysis needs modules that another analysis is using now; nothing was changed.
+
+    Raised before the analysis touches the model when one of its modules is being analysed in
+    another thread, or when the analysis was started inside a forward (or callable) that an
+    analysis of the same modules is running on this thread. The message names the module and
+    the analysis holding it; wait for that analysis to return, or analyse a copy of the model.
+    """
 
 
 class ReportComparisonError(TorchscanError):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from . import _core
+from . import _claims, _core
 from ._metrics import complete, partial, report_number
 from .context import class_name
 from .errors import InvalidArgumentError
@@ -350,6 +350,10 @@ class OperatorFlopCounter:
         self._mode: OperatorFlopMode | None = None
         self._handles: list[Any] = []
         self._stack: list[str] = []
+        self._thread: int | None = None
+        self._hold: _claims.Hold | None = None
+        # The name a refused claim gives this counter (measure_flops gives its own).
+        self._caller = "OperatorFlopCounter"
         self._reset()
 
     def _reset(self) -> None:
@@ -380,40 +384,64 @@ class OperatorFlopCounter:
                 del self._stack[index]
                 return
 
-    def _register_hooks(self) -> None:
+    def _tracked_modules(self) -> list[tuple[str, Any]]:
+        """``(path, module)`` of every module tracked, each once (under its first path)."""
+        tracked: list[tuple[str, Any]] = []
         seen: set[int] = set()
         for prefix, root in self._roots:
             for name, module in root.named_modules():
                 if id(module) in seen:
                     continue  # a module shared by two roots is tracked under its first path
                 seen.add(id(module))
-                path = _join(prefix, name)
+                tracked.append((_join(prefix, name), module))
+        return tracked
 
-                def pre_hook(_module: Any, _args: Any, path: str = path) -> None:
+    def _register_hooks(self, tracked: list[tuple[str, Any]]) -> None:
+        thread = self._thread
+        for path, module in tracked:
+            # Only the entering thread's calls: the model run by another thread is not counted.
+            def pre_hook(_module: Any, _args: Any, path: str = path) -> None:
+                if threading.get_ident() == thread:
                     self._enter_module(path)
 
-                def post_hook(_module: Any, _args: Any, _out: Any, path: str = path) -> None:
+            def post_hook(_module: Any, _args: Any, _out: Any, path: str = path) -> None:
+                if threading.get_ident() == thread:
                     self._exit_module(path)
 
-                self._handles.append(module.register_forward_pre_hook(pre_hook))
-                self._handles.append(module.register_forward_hook(post_hook, always_call=True))
+            self._handles.append(module.register_forward_pre_hook(pre_hook))
+            self._handles.append(module.register_forward_hook(post_hook, always_call=True))
 
     def _remove_hooks(self) -> None:
         handles, self._handles = self._handles, []
-        for handle in handles:
-            handle.remove()
-        self._stack = []
+        try:
+            for handle in handles:
+                handle.remove()
+        finally:
+            self._stack = []
+            hold, self._hold = self._hold, None
+            if hold is not None:
+                hold.release()
 
     # -- context manager -------------------------------------------------------------------
 
     def __enter__(self) -> OperatorFlopCounter:
-        """Register the module hooks and push the dispatch mode."""
+        """Register the module hooks and push the dispatch mode.
+
+        With ``modules``, raises :class:`~torchscan.ConcurrentAnalysisError` (before anything is
+        registered) while ``crawl_module`` or ``summary`` analyses one of them.
+        """
         if self._mode is not None:
             raise InvalidArgumentError("this OperatorFlopCounter is already active")
         self._reset()
         mode = self._mode_class()(self, self._formulas, _user_formula_error)
         try:
-            self._register_hooks()
+            self._thread = threading.get_ident()
+            if self._roots:
+                tracked = self._tracked_modules()
+                # Shared: counters only add hooks filtered to their own thread, so any number
+                # of them may run at once, but not while an analysis changes the modules.
+                self._hold = _claims.Hold(tracked, self._caller, exclusive=False)
+                self._register_hooks(tracked)
             mode.__enter__()
         except BaseException:
             self._remove_hooks()
@@ -673,7 +701,10 @@ def measure_flops(
     The report's ``context`` records the grad and inference-mode flags as they were when ``fn``
     started, the device of the tensors seen and the floating dtypes seen. ``fn``'s own exception
     propagates unchanged (the same object); the dispatch mode and every hook are removed on every
-    path, ``KeyboardInterrupt`` included.
+    path, ``KeyboardInterrupt`` included. Only this thread's work is counted: other threads may
+    run the same model, or measure it, meanwhile. With ``modules``, the modules are held shared
+    while ``fn`` runs: :class:`~torchscan.ConcurrentAnalysisError` is raised, before ``fn`` runs,
+    while ``crawl_module`` or ``summary`` analyses one of them.
 
     """
     from .context import capture_context, current_flags, qualified_type_name
@@ -694,6 +725,7 @@ def measure_flops(
         counter = OperatorFlopCounter(modules=modules, formulas=formulas)
     else:
         counter = OperatorFlopCounter(module_paths=called.active, formulas=formulas)
+    counter._caller = "measure_flops"
     model = _single_module(modules)
     model_type = qualified_type_name(model) if model is not None else None
     training_before = bool(model.training) if model is not None else None

@@ -393,6 +393,8 @@ impl CallRecorder {
 /// forward: the class's function, called with the module first when `method` is true, or the
 /// callable the instance held. `previous` is what the instance held before (restored
 /// afterwards) and `__wrapped__` the real forward, so `inspect.signature` sees its parameters.
+/// Only calls on the thread that built it are recorded: a call from any other thread (the model
+/// run elsewhere while it is analysed) goes straight to the real forward.
 #[pyclass(module = "torchscan._core", frozen)]
 pub struct ModuleForward {
     recorder: Py<CallRecorder>,
@@ -405,6 +407,8 @@ pub struct ModuleForward {
     /// What the instance held as `forward` before.
     #[pyo3(get)]
     previous: Py<PyAny>,
+    /// The analysing thread.
+    owner: std::thread::ThreadId,
 }
 
 #[pymethods]
@@ -425,6 +429,7 @@ impl ModuleForward {
             function,
             method,
             previous,
+            owner: std::thread::current().id(),
         }
     }
 
@@ -449,17 +454,22 @@ impl ModuleForward {
     ) -> PyResult<Bound<'py, PyAny>> {
         let recorder = self.recorder.bind(py);
         let module = self.module.bind(py);
-        recorder.try_borrow_mut()?.enter(self.index)?;
         let function = self.function.bind(py);
-        let result = if self.method {
-            let mut items = Vec::with_capacity(args.len() + 1);
-            items.push(module.clone());
-            items.extend(args.iter());
-            function.call(PyTuple::new(py, items)?, kwargs)
-        } else {
-            function.call(args, kwargs)
+        let call = || {
+            if self.method {
+                let mut items = Vec::with_capacity(args.len() + 1);
+                items.push(module.clone());
+                items.extend(args.iter());
+                function.call(PyTuple::new(py, items)?, kwargs)
+            } else {
+                function.call(args, kwargs)
+            }
         };
-        match result {
+        if std::thread::current().id() != self.owner {
+            return call();
+        }
+        recorder.try_borrow_mut()?.enter(self.index)?;
+        match call() {
             Ok(output) => {
                 CallRecorder::leave(recorder, module, args, &output, kwargs)?;
                 Ok(output)
