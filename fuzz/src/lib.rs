@@ -19,7 +19,7 @@ static BYTES: AtomicU64 = AtomicU64::new(0);
 pub fn mutate(data: &mut [u8], size: usize, max_size: usize, seed: u32) -> usize {
     let mut kind = MutationKind::Bytes;
     let mut new_size = 0;
-    if seed % 4 != 0 {
+    if !seed.is_multiple_of(4) {
         let input = data.get(..size).unwrap_or_default();
         if let Some(mutated) = mutate_documents(input, u64::from(seed), max_size)
             && let Some(slot) = data.get_mut(..mutated.len())
