@@ -462,6 +462,43 @@ def test_hooked_analysis_ignores_other_threads() -> None:
         state.assert_clean()
 
 
+def test_tensor_memory_ignores_what_other_threads_allocate() -> None:
+    """Storages another thread makes, uses and frees during the call change neither number."""
+    torch.manual_seed(0)
+    model = nn.Linear(4, 4)
+    x = torch.ones(1, 4)
+    reference = measure_peak_memory(lambda: model(x))
+    for _ in range(RUNS):
+        go, done = threading.Event(), threading.Event()
+
+        def elsewhere(go: threading.Event = go, done: threading.Event = done) -> None:
+            try:
+                if go.wait(WAIT_S):
+                    big = torch.zeros(1 << 20)  # 4 MiB, made and freed while the call runs
+                    big.add_(1)
+                    del big
+            finally:
+                done.set()
+
+        def call(go: threading.Event = go, done: threading.Event = done) -> torch.Tensor:
+            go.set()
+            assert done.wait(WAIT_S)
+            out: torch.Tensor = model(x)
+            return out
+
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        try:
+            report = measure_peak_memory(call)
+        finally:
+            go.set()
+            thread.join(WAIT_S)
+        assert report["baseline"] == reference["baseline"]
+        assert report["tensor_memory_peak"] == reference["tensor_memory_peak"]
+        assert report["tensor_memory_peak"]["value"] == 4 * 4 * 4 + 4 * 4 + 4 * 4 + 4 * 4
+        assert _get_current_dispatch_mode_stack() == []
+
+
 # -- an analysis inside the forward it analyses -----------------------------------------------
 
 
