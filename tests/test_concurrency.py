@@ -9,6 +9,7 @@ dispatch mode.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import threading
 from collections.abc import Callable, Iterator
@@ -573,7 +574,16 @@ def test_analysis_inside_the_analysed_forward_is_refused(outer: str, inner: str)
         state.assert_clean()
 
 
-def test_nested_analysis_of_another_model_gives_consistent_numbers() -> None:
+NESTED: dict[str, Callable[[nn.Module, torch.Tensor], Any]] = {
+    "crawl_module": lambda model, x: crawl_module(model, args=(x,)),
+    "measure_flops": lambda model, x: measure_flops(lambda: model(x)),
+    "measure_flops_modules": lambda model, x: measure_flops(lambda: model(x), modules=model),
+}
+
+
+@pytest.mark.parametrize("inner", sorted(NESTED))
+@pytest.mark.parametrize("outer", ["crawl_module", "measure_flops_modules"])
+def test_nested_analysis_of_another_model_gives_consistent_numbers(outer: str, inner: str) -> None:
     """An analysis of an unrelated model inside an analysed forward: both reports exact.
 
     The inner report equals the same call made alone; the outer one equals the analysis of a
@@ -582,8 +592,9 @@ def test_nested_analysis_of_another_model_gives_consistent_numbers() -> None:
     torch.manual_seed(0)
     other = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
     x = torch.ones(1, 4)
-    with torch.no_grad():  # as inside the analysed forward, which the context records
-        alone_report = crawl_module(other, args=(x,))
+    with torch.no_grad() if outer == "crawl_module" else contextlib.nullcontext():
+        # The grad mode the inner call meets inside the outer forward (the context records it).
+        alone_report = NESTED[inner](other, x)
 
     class Outer(nn.Module):
         def __init__(self, analyse: bool) -> None:
@@ -594,21 +605,27 @@ def test_nested_analysis_of_another_model_gives_consistent_numbers() -> None:
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             if self.analyse:
-                self.inner = crawl_module(other, args=(x,))
+                self.inner = NESTED[inner](other, x)
             else:
-                other(x)
+                # crawl_module runs its forward without gradients: so does the direct call.
+                with torch.no_grad() if inner == "crawl_module" else contextlib.nullcontext():
+                    other(x)
             out: torch.Tensor = self.first(x)
             return out
 
     direct = Outer(analyse=False)
-    reference = crawl_module(direct, args=(x,))
-    assert reference["totals"]["operator_flops"]["value"] == 2 * LINEAR_FLOPS
+    reference = NESTED[outer](direct, x)
     other_state = State(other)
     for _ in range(RUNS):
         nested = Outer(analyse=True)
         nested.load_state_dict(direct.state_dict())
         state = State(nested)
-        assert crawl_module(nested, args=(x,)) == reference
+        report = NESTED[outer](nested, x)
+        assert report == reference
+        total = report["totals" if outer == "crawl_module" else "total"]
+        assert (total["operator_flops"] if outer == "crawl_module" else total)["value"] == (
+            2 * LINEAR_FLOPS
+        )
         assert nested.inner == alone_report
         state.assert_clean()
         other_state.assert_clean()
