@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from .reports import MetricResult
 
 __all__ = [
@@ -21,6 +23,8 @@ INTEGRAL_UNITS = frozenset({"B", "FLOPs", "MACs", "DMAs", "count"})
 
 #: 2**53: every integer up to this magnitude is exact as a float (and in JavaScript).
 MAX_EXACT_INTEGER = 2**53
+
+_LARGEST_FLOAT = sys.float_info.max
 
 
 def report_number(value: float, unit: str) -> float:
@@ -105,7 +109,8 @@ def metric_result(
 
     A partial or unavailable metric without a ``reason`` gets ``"no reason given"``. Raises
     :class:`~torchscan.InvalidArgumentError` (a ``ValueError``) for any other combination, an
-    unknown status, a non-finite number or an empty unit, scope or method.
+    unknown status, a non-finite number (an ``int`` too large for a float included) or an empty
+    unit, scope or method.
     """
     from math import isfinite
 
@@ -119,6 +124,11 @@ def metric_result(
         if number is not None:
             if isinstance(number, bool) or not isinstance(number, (int, float)):
                 raise InvalidArgumentError(f"{name} must be a number or None, got {number!r}")
+            # A huge int is compared exactly: float() of it would raise OverflowError.
+            if isinstance(number, int) and abs(number) > _LARGEST_FLOAT:
+                raise InvalidArgumentError(
+                    f"{name} must fit in a finite float, got an int of {number.bit_length()} bits"
+                )
             if not isfinite(number):
                 raise InvalidArgumentError(f"{name} must be finite, got {number!r}")
             number = float(number)

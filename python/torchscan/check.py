@@ -7,9 +7,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from ._arguments import check_real
 from ._values import tensor_meta
 from .context import capture_context
-from .errors import InvalidArgumentError
 from .reports import Diagnostic, LeafCheck, OutputCheckReport, StructureDifference
 
 __all__ = ["CHECK_METHOD", "check_outputs"]
@@ -187,11 +187,7 @@ class _Walker:
 
 
 def _tolerance(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidArgumentError(f"{name} must be a number >= 0, got {value!r}")
-    if not (math.isfinite(value) and value >= 0):
-        raise InvalidArgumentError(f"{name} must be finite and >= 0, got {value!r}")
-    return float(value)
+    return check_real(name, value, minimum=0.0, meaning="a tolerance")
 
 
 def check_outputs(
@@ -210,7 +206,8 @@ def check_outputs(
     elementwise (``equal_nan`` makes NaNs in the same places equal). The report records, per
     leaf, shapes, dtypes, devices, maximum absolute and relative errors and mismatch counts,
     never tensor values. A passing check says the outputs agree within these tolerances on these
-    inputs; it does not establish task accuracy.
+    inputs; it does not establish task accuracy. ``rtol`` and ``atol`` are finite numbers >= 0
+    (``int`` or ``float``, not ``bool``), or :class:`~torchscan.InvalidArgumentError` names them.
     """
     walker = _Walker(_tolerance("rtol", rtol), _tolerance("atol", atol), bool(equal_nan))
     walker.walk(baseline_output, candidate_output, "")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import cast
 
 from . import _core
-from .errors import InvalidArgumentError, ReportComparisonError, ReportValidationError
+from ._arguments import MAX_BOOTSTRAP_RESAMPLES, check_integer, check_real
+from .errors import ReportComparisonError, ReportValidationError
 from .reports import BenchmarkComparison, ReportDiff
 from .validation import ReportInput, report_json
 
@@ -67,20 +67,22 @@ def check_comparison_options(
     confidence_level: float, bootstrap_resamples: int, seed: int, min_effect: float
 ) -> None:
     """Raise :class:`~torchscan.InvalidArgumentError` for an option the core would refuse."""
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float)):
-        raise InvalidArgumentError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
-    if not (0 < confidence_level < 1):
-        raise InvalidArgumentError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
-    if isinstance(bootstrap_resamples, bool) or not isinstance(bootstrap_resamples, int):
-        raise InvalidArgumentError("bootstrap_resamples must be a positive integer")
-    if bootstrap_resamples < 1 or bootstrap_resamples > 1_000_000:
-        raise InvalidArgumentError("bootstrap_resamples must be between 1 and 1,000,000")
-    if isinstance(min_effect, bool) or not isinstance(min_effect, (int, float)):
-        raise InvalidArgumentError(f"min_effect must be a number >= 0, got {min_effect!r}")
-    if not (math.isfinite(min_effect) and min_effect >= 0):
-        raise InvalidArgumentError(f"min_effect must be finite and >= 0, got {min_effect!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**64:
-        raise InvalidArgumentError("seed must be an integer in [0, 2**64)")
+    check_real(
+        "confidence_level",
+        confidence_level,
+        minimum=0.0,
+        maximum=1.0,
+        minimum_open=True,
+        maximum_open=True,
+    )
+    check_integer(
+        "bootstrap_resamples",
+        bootstrap_resamples,
+        minimum=1,
+        maximum=MAX_BOOTSTRAP_RESAMPLES,
+    )
+    check_integer("seed", seed, minimum=0, maximum=2**64 - 1)
+    check_real("min_effect", min_effect, minimum=0.0, meaning="a relative change, for example 0.02")
 
 
 def compare_benchmarks(
@@ -112,6 +114,11 @@ def compare_benchmarks(
     per-round ratios, in which drift of the machine cancels. It needs the same number of blocks
     on both sides (otherwise :class:`ReportComparisonError`) and is noted in the report's
     diagnostics.
+
+    The options must be in range, or :class:`~torchscan.InvalidArgumentError` names the one that
+    is not: ``confidence_level`` a number in (0, 1); ``bootstrap_resamples`` an integer from 1 to
+    1,000,000; ``seed`` an integer in [0, 2**64); ``min_effect`` a finite number >= 0 (``bool``
+    is not a number here).
     """
     check_comparison_options(confidence_level, bootstrap_resamples, seed, min_effect)
     sides = [_side_json("baseline", baseline), _side_json("candidate", candidate)]

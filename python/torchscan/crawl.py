@@ -14,6 +14,7 @@ from math import prod
 from typing import IO, Any
 
 from . import _claims, _core, _metrics
+from ._arguments import check_integer
 from ._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, dtype_name, freeze, iter_tensors
 from .context import capture_context, class_name, current_flags, qualified_type_name
 from .errors import IncompleteAnalysisError, InvalidArgumentError
@@ -113,6 +114,10 @@ def _resolve_dtypes(model: Any, dtype: Any, count: int) -> list[Any]:
     raise InvalidArgumentError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
 
 
+#: The most elements ``input_shape`` may give one generated input.
+_MAX_INPUT_ELEMENTS = 2**48
+
+
 def _shapes(input_shape: Any) -> list[tuple[int, ...]]:
     def is_shape(value: Any) -> bool:
         return isinstance(value, Sequence) and all(
@@ -130,7 +135,14 @@ def _shapes(input_shape: Any) -> list[tuple[int, ...]]:
         )
     for shape in shapes:
         if any(size <= 0 for size in shape):
-            raise InvalidArgumentError(f"input_shape sizes must be positive, got {shape}")
+            shown = shape if all(abs(size) < 2**64 for size in shape) else "a size below zero"
+            raise InvalidArgumentError(f"input_shape sizes must be positive, got {shown}")
+        elements = prod(shape)
+        if elements > _MAX_INPUT_ELEMENTS:
+            raise InvalidArgumentError(
+                "input_shape must describe at most 2**48 elements per input (its bytes must fit "
+                f"torch's 64-bit sizes); got about 2**{elements.bit_length() - 1}"
+            )
     return shapes
 
 
@@ -806,24 +818,23 @@ def summary(
     """Print the layer table of ``model`` and return the same report as :func:`crawl_module`.
 
     Takes the arguments of :func:`crawl_module` (``dtype`` by keyword) plus display options:
-    ``max_depth`` hides layers nested deeper than that; ``file`` is where the table goes
-    (standard output by default). The positional order is torchscan 0.2's, so its callers keep
-    working: ``wrap_mode`` (``"mid"``, ``"end"`` or ``None``), ``receptive_field`` (adds each
-    layer's receptive field to the table) and ``effective_rf_stats`` (adds its effective stride
-    and padding). The table names each layer by its own name, indented, so there is no dotted
-    path for ``wrap_mode`` to shorten; the receptive field is always in the report, whatever the
-    table shows. With ``strict=True`` the table is printed before
-    :class:`~torchscan.IncompleteAnalysisError` is raised. Threads and nested analyses follow
-    :func:`crawl_module`'s rules (:class:`~torchscan.ConcurrentAnalysisError`).
+    ``max_depth`` (an integer from 0 to ``sys.maxsize``) hides layers nested deeper than that;
+    ``file`` is where the table goes (standard output by default). The positional order is
+    torchscan 0.2's, so its callers keep working: ``wrap_mode`` (``"mid"``, ``"end"`` or
+    ``None``), ``receptive_field`` (adds each layer's receptive field to the table) and
+    ``effective_rf_stats`` (adds its effective stride and padding). The table names each layer
+    by its own name, indented, so there is no dotted path for ``wrap_mode`` to shorten; the
+    receptive field is always in the report, whatever the table shows. With ``strict=True`` the
+    table is printed before :class:`~torchscan.IncompleteAnalysisError` is raised. Threads and
+    nested analyses follow :func:`crawl_module`'s rules
+    (:class:`~torchscan.ConcurrentAnalysisError`).
     """
     if wrap_mode is not None and wrap_mode not in _WRAP_MODES:
         raise InvalidArgumentError(
             f"wrap_mode must be 'mid', 'end' or None (torchscan 0.2's values), got {wrap_mode!r}"
         )
-    if max_depth is not None and (
-        isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0
-    ):
-        raise InvalidArgumentError(f"max_depth must be a non-negative integer, got {max_depth!r}")
+    if max_depth is not None:
+        check_integer("max_depth", max_depth, minimum=0, maximum=sys.maxsize)
     for name, flag in (
         ("receptive_field", receptive_field),
         ("effective_rf_stats", effective_rf_stats),

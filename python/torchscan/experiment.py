@@ -37,6 +37,7 @@ from .workload import (
     _check_device,
     _check_metrics,
     _check_profiler_calls,
+    _check_rss_timeout,
     _check_work,
     _compiled_diagnostics,
     _input_dtypes,
@@ -92,7 +93,8 @@ def _precise_enough(
     estimated robustly. The verdict itself comes from the core's bootstrap; this only decides
     when timing can stop.
     """
-    z = statistics.NormalDist().inv_cdf(0.5 + confidence_level / 2)
+    # 0.5 + level / 2 rounds to 1.0 for the levels closest to 1, where inv_cdf is undefined.
+    z = statistics.NormalDist().inv_cdf(min(0.5 + confidence_level / 2, math.nextafter(1.0, 0.0)))
 
     def precise_enough(runs: list[TimingRun]) -> bool:
         baseline, candidate = runs
@@ -165,6 +167,12 @@ def compare_workloads(
     comparison's text summary is printed. The thread count is recorded, never changed. A
     callable's own exception propagates unchanged. Bad arguments raise
     :class:`~torchscan.InvalidArgumentError` before either callable runs.
+
+    Numeric arguments have the ranges of :func:`~torchscan.measure_workload` (``work_units``,
+    ``min_time_s``, ``max_time_s``, ``min_blocks``, ``warmup_time_s``, ``profiler_calls``,
+    ``rss_timeout_s``), of :func:`~torchscan.check_outputs` (``rtol``, ``atol``) and of
+    :func:`~torchscan.compare_benchmarks` (``confidence_level``, ``bootstrap_resamples``,
+    ``seed``, ``min_effect``).
     """
     _check_callable("baseline", baseline)
     _check_callable("candidate", candidate)
@@ -173,6 +181,7 @@ def compare_workloads(
     _check_work(work_units, work_unit)
     budget = _check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
     _check_profiler_calls(profiler_calls)
+    _check_rss_timeout(rss_timeout_s)
     _tolerance("rtol", rtol)
     _tolerance("atol", atol)
     check_comparison_options(confidence_level, bootstrap_resamples, seed, min_effect)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 from . import _core
+from ._arguments import check_integer
 from .errors import ReportValidationError
 
 __all__ = ["format_summary", "report_json", "validate_report"]
@@ -77,16 +79,15 @@ def format_summary(
     """Return the text summary of a valid report: the lines ``torchscan-report summary`` prints.
 
     ``max_depth`` hides analysis layers nested deeper than that (the root's children are depth
-    1). ``receptive_field`` adds each layer's receptive field to the analysis table, and
+    1); it is an integer from 0 to ``sys.maxsize``, or :class:`~torchscan.InvalidArgumentError`
+    names it. ``receptive_field`` adds each layer's receptive field to the analysis table, and
     ``effective_rf_stats`` its effective stride and padding (one number when every spatial
     dimension agrees, else one per dimension such as ``7x3``). Raises
     :class:`ReportValidationError` when the report is invalid. Programs should read the JSON,
     never this text.
     """
-    if max_depth is not None and (
-        isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0
-    ):
-        raise TypeError(f"max_depth must be a non-negative integer or None, got {max_depth!r}")
+    if max_depth is not None:
+        check_integer("max_depth", max_depth, minimum=0, maximum=sys.maxsize)
     for name, flag in (
         ("receptive_field", receptive_field),
         ("effective_rf_stats", effective_rf_stats),

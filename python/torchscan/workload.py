@@ -7,13 +7,12 @@ the dispatch-mode passes (operator FLOPs, tensor memory), because a dispatch mod
 
 from __future__ import annotations
 
-import math
 import re
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _core, _metrics
+from . import _arguments, _core, _metrics
 from ._values import describe, iter_tensors
 from .context import capture_context, current_flags
 from .errors import IncompleteMeasurementError, InvalidArgumentError
@@ -260,10 +259,13 @@ def _rss_pass(
 
 
 def _check_work(work_units: Any, work_unit: Any) -> None:
-    if isinstance(work_units, bool) or not isinstance(work_units, (int, float)):
-        raise InvalidArgumentError(f"work_units must be a positive number, got {work_units!r}")
-    if not (math.isfinite(work_units) and work_units > 0):
-        raise InvalidArgumentError(f"work_units must be positive and finite, got {work_units!r}")
+    _arguments.check_real(
+        "work_units",
+        work_units,
+        minimum=_arguments.MIN_WORK_UNITS,
+        maximum=_arguments.MAX_WORK_UNITS,
+        meaning="units of work one call completes",
+    )
     if not isinstance(work_unit, str) or not _WORK_UNIT.match(work_unit):
         raise InvalidArgumentError(
             "work_unit must be a name such as 'samples', 'tokens' or 'images' (a letter, then "
@@ -271,29 +273,46 @@ def _check_work(work_units: Any, work_unit: Any) -> None:
         )
 
 
+def _check_seconds(name: str, value: Any, *, zero_allowed: bool = False) -> float:
+    return _arguments.check_real(
+        name,
+        value,
+        minimum=0.0,
+        maximum=_arguments.MAX_SECONDS,
+        minimum_open=not zero_allowed,
+        meaning="seconds",
+    )
+
+
 def _check_budget(
     min_time_s: float, max_time_s: float, min_blocks: int, warmup_time_s: float
 ) -> TimingBudget:
-    if not (0 < min_time_s <= max_time_s) or not math.isfinite(max_time_s):
+    minimum = _check_seconds("min_time_s", min_time_s)
+    maximum = _check_seconds("max_time_s", max_time_s)
+    if minimum > maximum:
         raise InvalidArgumentError(
-            f"need 0 < min_time_s <= max_time_s (finite); got {min_time_s!r} and {max_time_s!r}"
+            f"max_time_s must be >= min_time_s; got min_time_s={min_time_s!r} and "
+            f"max_time_s={max_time_s!r}"
         )
-    if isinstance(min_blocks, bool) or not isinstance(min_blocks, int) or min_blocks < 1:
-        raise InvalidArgumentError(f"min_blocks must be a positive integer, got {min_blocks!r}")
-    if not (math.isfinite(warmup_time_s) and warmup_time_s >= 0):
-        raise InvalidArgumentError(f"warmup_time_s must be >= 0, got {warmup_time_s!r}")
+    _arguments.check_integer(
+        "min_blocks", min_blocks, minimum=1, maximum=_arguments.MAX_COUNT, meaning="timed blocks"
+    )
+    _check_seconds("warmup_time_s", warmup_time_s, zero_allowed=True)
     return TimingBudget(min_time_s, max_time_s, min_blocks, warmup_time_s)
 
 
 def _check_profiler_calls(profiler_calls: Any) -> None:
-    if (
-        isinstance(profiler_calls, bool)
-        or not isinstance(profiler_calls, int)
-        or profiler_calls < 1
-    ):
-        raise InvalidArgumentError(
-            f"profiler_calls must be a positive integer, got {profiler_calls!r}"
-        )
+    _arguments.check_integer(
+        "profiler_calls",
+        profiler_calls,
+        minimum=1,
+        maximum=_arguments.MAX_COUNT,
+        meaning="calls of the profiler pass",
+    )
+
+
+def _check_rss_timeout(rss_timeout_s: Any) -> float:
+    return _check_seconds("rss_timeout_s", rss_timeout_s)
 
 
 def _compiled_diagnostics(workload: Any) -> list[Diagnostic]:
@@ -500,6 +519,13 @@ def measure_workload(
     :class:`~torchscan.IncompleteMeasurementError` (carrying the report) when a requested metric
     is partial or unavailable. The thread count is recorded, never changed. The workload's own
     exception propagates unchanged, and no pass leaves a hook, a mode or a setting behind.
+
+    Numeric arguments are ``int`` or ``float`` (never ``bool``), finite and in range, or
+    :class:`~torchscan.InvalidArgumentError` names the argument before the workload runs:
+    ``work_units`` in [1e-9, 1e18] (so every throughput stays a finite, non-zero number);
+    ``min_time_s`` and ``max_time_s`` in (0, 86400] seconds with ``min_time_s <= max_time_s``;
+    ``warmup_time_s`` in [0, 86400]; ``rss_timeout_s`` (the process-RSS child's time limit) in
+    (0, 86400]; ``min_blocks`` and ``profiler_calls`` integers from 1 to 1,000,000.
     """
     if not callable(workload):
         raise InvalidArgumentError(
@@ -510,6 +536,7 @@ def measure_workload(
     _check_work(work_units, work_unit)
     budget = _check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
     _check_profiler_calls(profiler_calls)
+    _check_rss_timeout(rss_timeout_s)
 
     flags = current_flags()
     passes = _Passes(_compiled_diagnostics(workload))
