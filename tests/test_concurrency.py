@@ -139,30 +139,38 @@ def model_and_gate() -> Iterator[tuple[nn.Module, Gate]]:
 
 
 class Pair:
-    """Two calls on two threads, each held at the gate until the other reaches it or returns."""
+    """Two calls on two threads, each held at every gate until the other gets as far or returns.
+
+    Each thread's n-th call of the model waits inside its forward until the other thread has
+    begun its own n-th call or has returned, so every pass of one call (its forward, its FLOPs
+    pass, its tensor-memory pass) runs while the other call is inside the same pass or over.
+    """
 
     def __init__(self, gate: Gate) -> None:
         self.gate = gate
-        self.reached = [threading.Event(), threading.Event()]
-        self.done = [threading.Event(), threading.Event()]
+        self.changed = threading.Condition()
+        self.calls = [0, 0]  # calls of the model begun, per thread
+        self.finished = [False, False]
         self.index: dict[int, int] = {}
         self.results: list[Any] = [None, None]
-        self.held = [False, False]  # a thread waited at the gate for the other
+        self.held = [0, 0]  # calls that waited at the gate for the other thread
         self.stacks: list[Any] = [None, None]
         self.start = threading.Barrier(2)
 
     def _hook(self) -> None:
         index = self.index.get(threading.get_ident())
-        if index is None or self.reached[index].is_set():
-            return  # later calls (timing, other passes) run freely
-        self.reached[index].set()
+        if index is None:
+            return
         other = 1 - index
-        for _ in range(int(WAIT_S / 0.001)):
-            if self.reached[other].is_set() or self.done[other].is_set():
-                self.held[index] = True
-                return
-            self.done[other].wait(0.001)
-        raise AssertionError("the other thread never reached the gate nor returned")
+        with self.changed:
+            self.calls[index] += 1
+            count = self.calls[index]
+            self.changed.notify_all()
+            if not self.changed.wait_for(
+                lambda: self.calls[other] >= count or self.finished[other], WAIT_S
+            ):
+                raise AssertionError("the other thread never got as far nor returned")
+            self.held[index] += 1
 
     def _run(self, index: int, call: Callable[[], Any]) -> None:
         self.index[threading.get_ident()] = index
@@ -173,7 +181,9 @@ class Pair:
             self.results[index] = error
         finally:
             self.stacks[index] = _get_current_dispatch_mode_stack()
-            self.done[index].set()
+            with self.changed:
+                self.finished[index] = True
+                self.changed.notify_all()
 
     def run(self, first: Callable[[], Any], second: Callable[[], Any]) -> list[Any]:
         self.gate.hook = self._hook
@@ -190,9 +200,8 @@ class Pair:
         finally:
             self.gate.hook = None
         assert self.stacks == [[], []], "a thread kept a dispatch mode"
-        # One thread was held inside its forward until the other reached the same point or
-        # returned: the two calls overlapped.
-        assert any(self.held)
+        # At least one call was held inside its forward until the other got there or returned.
+        assert sum(self.held) >= 1
         return self.results
 
 
@@ -273,6 +282,8 @@ ANALYSES: dict[str, Callable[[nn.Module, torch.Tensor], Any]] = {
         )
     ),
 }
+# How many times each calls the model (measure_workload: its FLOPs pass, its memory pass).
+CALLS = {name: 2 if name == "measure_workload" else 1 for name in ANALYSES}
 # Those that change the model while they run, and so hold its modules alone.
 EXCLUSIVE = {"crawl_module", "structure", "summary"}
 # Those that hold its modules shared (hooks filtered to their thread).
@@ -303,6 +314,7 @@ PAIRS = [
     # Operator FLOPs and tensor memory (measure_workload's passes, the latter measure_peak_memory
     # itself) on both threads at once.
     ("measure_workload", "measure_workload"),
+    ("measure_peak_memory", "crawl_module"),
 ]
 
 
@@ -325,9 +337,11 @@ def test_two_analyses_of_one_model_at_once(first: str, second: str) -> None:
     )
     refused = 0
     for _ in range(RUNS):
-        results = Pair(gate).run(
-            lambda: ANALYSES[first](model, x), lambda: ANALYSES[second](model, x)
-        )
+        pair = Pair(gate)
+        results = pair.run(lambda: ANALYSES[first](model, x), lambda: ANALYSES[second](model, x))
+        if not collide:
+            # Every call of the model waited inside its forward for the other thread's.
+            assert pair.calls == pair.held == [CALLS[first], CALLS[second]]
         for name, result in zip((first, second), results, strict=True):
             if isinstance(result, ConcurrentAnalysisError):
                 assert collide, f"{name} was refused: {result}"
@@ -374,39 +388,56 @@ def test_models_sharing_a_submodule_collide_by_that_module() -> None:
 
 
 class Runner:
-    """Runs the model on its own thread, from before the analysis's forward until after it."""
+    """Runs the model on its own thread, through every call the analysis makes of it.
+
+    Each forward of the runner waits at the gate until the analysing thread is inside a call
+    of the model that no runner forward has overlapped yet; the rest of that forward then runs
+    while the analysis holds the model, and the analysis's call waits at its own gate until
+    the runner's forward is over. So every call the analysis makes (a forward, a FLOPs pass, a
+    tensor-memory pass) has a whole half of a runner forward inside it.
+    """
 
     def __init__(self, model: nn.Module, gate: Gate, x: torch.Tensor) -> None:
         self.model, self.gate, self.x = model, gate, x
-        self.analysing = threading.Event()  # the analysing thread is inside its forward
-        self.passed = threading.Event()  # the runner ran a whole forward meanwhile
-        self.stop = threading.Event()
+        self.changed = threading.Condition()
+        self.inside = 0  # calls the analysis has begun
+        self.overlapped = 0  # of those, how many a runner forward ran inside
+        self.current = 0  # the analysis call the runner's forward entered under
+        self.stop = False
         self.runner_ident: int | None = None
-        self.outputs = 0
+        self.forwards = 0
         self.error: BaseException | None = None
 
     def _hook(self) -> None:
-        if threading.get_ident() == self.runner_ident:
-            # Held in the middle of its forward until the analysis is in its own forward: the
-            # rest of this forward runs while the analysis holds the model.
-            if not self.analysing.is_set() and not self.analysing.wait(WAIT_S):
-                raise AssertionError("the analysis never reached its forward")
-        elif not self.passed.is_set():
-            self.analysing.set()
-            if not self.passed.wait(WAIT_S):
-                raise AssertionError("the runner never ran a forward during the analysis")
+        with self.changed:
+            if threading.get_ident() == self.runner_ident:
+                if not self.changed.wait_for(
+                    lambda: self.inside > self.overlapped or self.stop, WAIT_S
+                ):
+                    raise AssertionError("the analysis never called the model")
+                self.current = self.inside
+                return
+            self.inside += 1
+            call = self.inside
+            self.changed.notify_all()
+            if not self.changed.wait_for(lambda: self.overlapped >= call, WAIT_S):
+                raise AssertionError("the runner never ran a forward inside the analysis")
 
     def _loop(self) -> None:
         self.runner_ident = threading.get_ident()
         try:
-            while not self.stop.is_set():
+            while not self.stop:
                 self.model(self.x)
-                self.outputs += 1
-                if self.analysing.is_set():
-                    self.passed.set()
+                with self.changed:
+                    self.forwards += 1
+                    if self.current > self.overlapped:
+                        self.overlapped = self.current
+                        self.changed.notify_all()
         except BaseException as error:  # the test reads it
             self.error = error
-            self.passed.set()
+            with self.changed:
+                self.overlapped = 1 << 30  # release the analysis: the test fails below
+                self.changed.notify_all()
 
     def run(self, call: Callable[[], Any]) -> Any:
         self.gate.hook = self._hook
@@ -415,8 +446,9 @@ class Runner:
         try:
             return call()
         finally:
-            self.stop.set()
-            self.analysing.set()
+            with self.changed:
+                self.stop = True
+                self.changed.notify_all()
             thread.join(WAIT_S)
             self.gate.hook = None
             assert not thread.is_alive()
@@ -443,7 +475,8 @@ def test_analysis_while_another_thread_runs_the_model(name: str) -> None:
     for _ in range(RUNS):
         runner = Runner(model, gate, x)
         report = runner.run(lambda: ANALYSES[name](model, x))
-        assert runner.passed.is_set() and runner.outputs >= 1
+        # Every call the analysis made of the model had a runner forward inside it.
+        assert runner.inside == runner.overlapped == CALLS[name]
         check_report(name, report, reference)
         state.assert_clean()
 
