@@ -309,7 +309,9 @@ class OperatorFlopCounter:
             iterable of modules (prefixed ``"0"``, ``"1"``...). The counter registers a forward
             pre-hook and an always-called forward hook on every submodule and removes them all on
             exit. Operators run by autograd's backward are outside any forward, so they count in
-            the total but in no module.
+            the total but in no module. The hooks ignore calls from other threads, and the
+            modules are held shared while the counter is active (see
+            :class:`~torchscan.ConcurrentAnalysisError`).
         module_paths: instead of ``modules``, a callable returning the module paths active now,
             outermost first, for callers that track modules themselves.
         formulas: formulas for this counter only, keyed by operator (``torch.ops.mylib.op``,
@@ -318,7 +320,8 @@ class OperatorFlopCounter:
             shapes in, ``int`` out). They take precedence over built-in formulas.
 
     The counter is not reentrant (entering it while active raises); entering it again after exit
-    starts a new count. Read the results after exit with :meth:`operator_flops` and
+    starts a new count. It counts the operators of the thread that entered it only (PyTorch
+    keeps dispatch modes per thread). Read the results after exit with :meth:`operator_flops` and
     :meth:`diagnostics`.
 
     """
