@@ -189,7 +189,7 @@ def test_other_kinds_are_refused() -> None:
 def test_invalid_input_names_the_side_in_every_path() -> None:
     with pytest.raises(ReportValidationError) as info:
         compare_reports("[]", SMALL)
-    assert info.value.problems == [("before:$", "a report must be a JSON object")]
+    assert info.value.problems == [("before:$", "a report is a JSON object, got an array")]
     broken = load(SMALL)
     broken["totals"]["parameters"]["value"] = 1
     with pytest.raises(ReportValidationError) as info:

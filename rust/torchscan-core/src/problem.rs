@@ -86,12 +86,21 @@ pub struct Problem {
 }
 
 impl Problem {
-    /// A problem at `path`.
+    /// A problem at `path`. Control and bidirectional formatting characters that a path or a
+    /// message quotes from the report are written escaped (`\u202e`, see
+    /// [`display_text`](crate::summary::display_text)), so that a problem prints as it reads.
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         Problem {
-            path: path.into(),
-            message: message.into(),
+            path: shown(path.into()),
+            message: shown(message.into()),
         }
+    }
+}
+
+fn shown(text: String) -> String {
+    match crate::summary::display_text(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(escaped) => escaped,
     }
 }
 

@@ -4,7 +4,14 @@
 //! they are read leniently here only so that each one can be reported at its path instead of failing
 //! the whole parse with a line and column.
 
-use serde::de::DeserializeOwned;
+use std::collections::{BTreeMap, btree_map};
+use std::fmt;
+use std::marker::PhantomData;
+
+use serde::Deserialize;
+use serde::de::{
+    self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor,
+};
 use serde_json::Value;
 
 use crate::problem::{JsonPath, Problem};
@@ -98,12 +105,164 @@ fn take_non_finite_markers(value: &mut Value, path: &mut JsonPath, problems: &mu
     }
 }
 
+/// The deepest nesting of arrays and objects a report may have, the root object counting as one
+/// (serde_json's recursion limit). Value metadata, the deepest part of a report, stops at 32
+/// levels of containers, about 100 levels of JSON.
+pub const MAX_NESTING_DEPTH: usize = 127;
+
+/// What [`CheckedValue`] found while reading: the path it is at, and the first problem it met.
+struct Reading {
+    path: JsonPath,
+    problem: Option<Problem>,
+}
+
+impl Reading {
+    /// Records the problem a child at the current path failed with, unless one is recorded: only
+    /// nesting too deep is located here (serde_json's other errors carry a line and column).
+    fn child_failed<E: de::Error>(&mut self, error: &E) {
+        if self.problem.is_none() && error.to_string().starts_with("recursion limit exceeded") {
+            self.problem = Some(Problem::new(
+                self.path.to_string(),
+                format!(
+                    "nested too deeply: a report nests at most {MAX_NESTING_DEPTH} arrays and \
+                     objects (the root object counts as one)"
+                ),
+            ));
+        }
+    }
+}
+
+/// Reads a JSON value as serde_json's own `Value` does, and also refuses a key given twice in one
+/// object and locates nesting past [`MAX_NESTING_DEPTH`], each by its JSON path.
+struct CheckedValue<'r> {
+    reading: &'r mut Reading,
+}
+
+impl<'de> DeserializeSeed<'de> for CheckedValue<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CheckedValue<'_> {
+    type Value = Value;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
+    }
+
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
+    }
+
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        Ok(serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
+    }
+
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Value, A::Error> {
+        let mut values = Vec::new();
+        loop {
+            self.reading.path.push_index(values.len());
+            let item = items.next_element_seed(CheckedValue {
+                reading: &mut *self.reading,
+            });
+            match item {
+                Ok(Some(item)) => values.push(item),
+                Ok(None) => break,
+                Err(error) => {
+                    self.reading.child_failed(&error);
+                    return Err(error);
+                }
+            }
+            self.reading.path.pop();
+        }
+        self.reading.path.pop();
+        Ok(Value::Array(values))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Value, A::Error> {
+        let mut object = serde_json::Map::new();
+        while let Some(key) = entries.next_key::<String>()? {
+            self.reading.path.push_key(&key);
+            if object.contains_key(&key) {
+                if self.reading.problem.is_none() {
+                    self.reading.problem = Some(Problem::new(
+                        self.reading.path.to_string(),
+                        format!("duplicate key `{key}`; each key appears once in an object"),
+                    ));
+                }
+                return Err(de::Error::custom(format_args!("duplicate key `{key}`")));
+            }
+            let item = entries.next_value_seed(CheckedValue {
+                reading: &mut *self.reading,
+            });
+            match item {
+                Ok(item) => {
+                    object.insert(key, item);
+                }
+                Err(error) => {
+                    self.reading.child_failed(&error);
+                    return Err(error);
+                }
+            }
+            self.reading.path.pop();
+        }
+        Ok(Value::Object(object))
+    }
+}
+
+/// Reads JSON text into a value with [`CheckedValue`]: a duplicate key or nesting too deep is a
+/// problem at its path, any other error a problem at `$` with serde_json's line and column.
+fn read_checked_value(source: &str) -> Result<Value, Problem> {
+    let mut reading = Reading {
+        path: JsonPath::root(),
+        problem: None,
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(source);
+    let parsed = CheckedValue {
+        reading: &mut reading,
+    }
+    .deserialize(&mut deserializer)
+    .and_then(|value| deserializer.end().map(|()| value));
+    parsed.map_err(|error| {
+        reading
+            .problem
+            .take()
+            .unwrap_or_else(|| Problem::new("$", format!("not valid JSON: {error}")))
+    })
+}
+
 /// Parses JSON text into a value, reporting non-finite numbers by path.
 fn parse_json(text: &str) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
     let quoted = quote_non_finite_tokens(text);
     let source = quoted.as_deref().unwrap_or(text);
-    let mut value: Value = serde_json::from_str(source)
-        .map_err(|error| vec![Problem::new("$", format!("not valid JSON: {error}"))])?;
+    let mut value = read_checked_value(source).map_err(|problem| vec![problem])?;
     let mut problems = Vec::new();
     if quoted.is_some() {
         take_non_finite_markers(&mut value, &mut JsonPath::root(), &mut problems);
@@ -130,9 +289,16 @@ fn kinds_list() -> String {
 /// Reads the `schema_version` and `kind` of a parsed document, before anything else.
 fn dispatch(value: &Value) -> Result<ReportKind, Problem> {
     let Some(object) = value.as_object() else {
+        let found = match value {
+            Value::Array(_) => "an array",
+            Value::String(_) => "a string",
+            Value::Number(_) => "a number",
+            Value::Bool(_) => "a boolean",
+            Value::Null | Value::Object(_) => "null",
+        };
         return Err(Problem::new(
             "$",
-            "a report must be a JSON object".to_owned(),
+            format!("a report is a JSON object, got {found}"),
         ));
     };
     let version = match object.get("schema_version") {
@@ -239,6 +405,41 @@ fn typed_fast<T: DeserializeOwned>(text: &str) -> Option<T> {
     serde_json::from_str(text).ok()
 }
 
+/// Reads a map of the schema (a JSON object with free keys, such as `by_operator`) and refuses a
+/// key given twice, which a map would otherwise keep the last of silently. Strict typed parsing
+/// already refuses a struct field given twice; every map field of the schema names this function
+/// in `#[serde(deserialize_with)]`, so the fast path refuses a repeated key at no extra cost and
+/// hands the document to the careful path, which names the key with its path.
+pub(crate) fn unique_keys<'de, D, V>(deserializer: D) -> Result<BTreeMap<String, V>, D::Error>
+where
+    D: Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct UniqueKeys<V>(PhantomData<V>);
+
+    impl<'de, V: Deserialize<'de>> Visitor<'de> for UniqueKeys<V> {
+        type Value = BTreeMap<String, V>;
+
+        fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+            formatter.write_str("a map")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Self::Value, A::Error> {
+            let mut map = BTreeMap::new();
+            while let Some((key, value)) = entries.next_entry::<String, V>()? {
+                if let btree_map::Entry::Vacant(slot) = map.entry(key) {
+                    slot.insert(value);
+                } else {
+                    return Err(de::Error::custom("duplicate key in a map"));
+                }
+            }
+            Ok(map)
+        }
+    }
+
+    deserializer.deserialize_map(UniqueKeys(PhantomData))
+}
+
 /// The typed report of a sound document, read straight from the text; `None` for anything else.
 ///
 /// This is the common case made cheap: no intermediate [`Value`] tree and no path tracking. A
@@ -246,7 +447,8 @@ fn typed_fast<T: DeserializeOwned>(text: &str) -> Option<T> {
 /// the kind only costs time. It accepts exactly the documents that [`parse_careful`] accepts
 /// without a problem (strict JSON has no non-finite tokens, and a document this parse refuses,
 /// such as one with a duplicated field, is handed to the careful path), so whatever it rejects is
-/// read again there, which finds the problems with their paths.
+/// read again there, which finds the problems with their paths. Both paths refuse a key given
+/// twice in one object (see [`unique_keys`]) and nesting past [`MAX_NESTING_DEPTH`].
 fn parse_sound(text: &str) -> Option<Report> {
     Some(match guess_kind(text)? {
         ReportKind::Analysis => Report::Analysis(Box::new(typed_fast(text)?)),
@@ -411,11 +613,15 @@ mod tests {
             .into_iter()
             .find(|(path, _)| path.ends_with("flops_square_matmul.json"))
             .expect("flops fixture");
-        // A duplicated field: strict typed parsing refuses it, the careful path keeps the last.
+        // A duplicated field: strict typed parsing refuses it, the careful path names it.
         let duplicated = text.replacen('{', r#"{"kind": "analysis","#, 1);
         assert!(parse_sound(&duplicated).is_none());
-        let report = parse_report(&duplicated).expect("the last `kind` wins");
-        assert_eq!(report.kind(), ReportKind::Flops);
+        let problems = parse_report(&duplicated).expect_err("a duplicate key");
+        assert_eq!(problems[0].path, "$.kind");
+        assert_eq!(
+            problems[0].message,
+            "duplicate key `kind`; each key appears once in an object"
+        );
         // A non-finite number is not JSON: refused here, reported by path there.
         let non_finite = text.replacen("\"schema_version\": 1", "\"schema_version\": NaN", 1);
         assert!(parse_sound(&non_finite).is_none());

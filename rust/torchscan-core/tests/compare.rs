@@ -602,7 +602,10 @@ fn invalid_input_lists_the_problems_of_each_side() {
     let problems = failure.problems();
     assert_eq!(problems.len(), 1);
     assert_eq!(problems[0].path, "before:$");
-    assert_eq!(problems[0].message, "a report must be a JSON object");
+    assert_eq!(
+        problems[0].message,
+        "a report is a JSON object, got an array"
+    );
 
     let broken = valid.replacen("\"shared_tensors\": 0", "\"shared_tensors\": -1", 1);
     let failure = compare_report_texts(&valid, &broken).expect_err("invalid after");

@@ -2,9 +2,11 @@
 //! external request), light and dark, printable.
 //!
 //! The page is rendered with minijinja from templates embedded at compile time. Every string of
-//! the report reaches the page through HTML autoescape (the templates are named `*.html.j2`);
+//! the report reaches the page through HTML autoescape (the templates are named `*.html.j2`),
+//! after its control and bidirectional formatting characters are escaped (`\u202e`);
 //! numbers are formatted here, in Rust, exactly as the text summary formats them.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::fmt::Write as _;
 
@@ -25,7 +27,7 @@ use crate::schema::flops::{FlopReport, OperatorFlops};
 use crate::schema::output_check::OutputCheckReport;
 use crate::schema::peak_memory::PeakMemoryReport;
 use crate::stats;
-use crate::summary::{format_metric, group_thousands, shape_text};
+use crate::summary::{display_text, format_metric, group_thousands, shape_text};
 
 const PAGE_TEMPLATE: &str = "page.html.j2";
 const PAGE_SOURCE: &str = include_str!("templates/page.html.j2");
@@ -96,6 +98,7 @@ pub fn render_html(report: &Report) -> Result<String, RenderError> {
     let page = build_page(report);
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_formatter(display_formatter);
     env.add_template(PAGE_TEMPLATE, PAGE_SOURCE)?;
     let template = env.get_template(PAGE_TEMPLATE)?;
     let mut html = template.render(Value::from(Serde(&page)))?;
@@ -103,6 +106,23 @@ pub fn render_html(report: &Report) -> Result<String, RenderError> {
         html.push('\n');
     }
     Ok(html)
+}
+
+/// Writes every value of the page: strings with control, bidirectional formatting and line
+/// separator characters escaped as `\u202e` (see [`display_text`]), then HTML-escaped as
+/// minijinja's default formatter does. Every string of the page passes here, so none can reach it
+/// raw.
+fn display_formatter(
+    out: &mut minijinja::Output<'_>,
+    state: &mut minijinja::State<'_, '_>,
+    value: &Value,
+) -> Result<(), minijinja::Error> {
+    if let Some(text) = value.as_str()
+        && let Cow::Owned(shown) = display_text(text)
+    {
+        return minijinja::escape_formatter(out, state, &Value::from(shown));
+    }
+    minijinja::escape_formatter(out, state, value)
 }
 
 // ---------------------------------------------------------------------------------------------

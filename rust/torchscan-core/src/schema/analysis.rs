@@ -78,6 +78,7 @@ pub struct CallArguments {
     pub args: Vec<ValueMeta>,
     /// Keyword arguments' metadata, by name.
     #[serde(default)]
+    #[serde(deserialize_with = "crate::read::unique_keys")]
     pub kwargs: BTreeMap<String, ValueMeta>,
 }
 
@@ -101,6 +102,7 @@ pub struct ModelInputs {
     pub args: Vec<ValueMeta>,
     /// Keyword inputs' metadata, by name.
     #[serde(default)]
+    #[serde(deserialize_with = "crate::read::unique_keys")]
     pub kwargs: BTreeMap<String, ValueMeta>,
 }
 

@@ -409,6 +409,7 @@ pub struct Context {
     pub torch_interop_threads: Option<u64>,
     /// Thread-related environment variables that were set (`OMP_NUM_THREADS`, `MKL_NUM_THREADS`, ...).
     #[serde(default)]
+    #[serde(deserialize_with = "crate::read::unique_keys")]
     pub thread_env: BTreeMap<String, String>,
     /// Settings that change numbers.
     #[serde(default)]

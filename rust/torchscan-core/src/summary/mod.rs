@@ -9,6 +9,8 @@ mod analysis;
 pub(crate) use analysis::shape_text;
 mod benchmark;
 mod compare;
+mod escape;
+pub use escape::{display_text, escaped_report, is_escaped_for_display};
 
 use crate::schema::common::{Diagnostic, MetricResult, MetricStatus};
 use analysis::{summarize_analysis, summarize_flops};
@@ -132,7 +134,13 @@ pub fn format_summary(report: &Report) -> String {
 }
 
 /// The text summary of a report with display options.
+///
+/// Every string taken from the report shows control, bidirectional formatting and line
+/// separator characters escaped (`\u202e`, see [`display_text`]): the summary is rendered from
+/// an escaped copy of the report when any string needs it.
 pub fn format_summary_with(report: &Report, options: &SummaryOptions) -> String {
+    let shown = escaped_report(report);
+    let report = shown.as_ref().unwrap_or(report);
     let mut out = String::new();
     match report {
         Report::Analysis(r) => summarize_analysis(&mut out, r, options),
