@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import sys
-from collections.abc import Sequence
+import traceback
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import _core
 
-__all__ = ["EXAMPLE_REPORT", "example_report_text", "main", "report_main"]
+__all__ = ["EXAMPLE_REPORT", "PROG", "UsageError", "example_report_text", "main", "report_main"]
 
 #: The bundled example report: the README workload (``Linear(128, 128)`` on a ``(32, 128)`` input).
 EXAMPLE_REPORT = "data/example_workload.json"
@@ -31,18 +33,156 @@ def report_main() -> None:
     sys.exit(_core.cli_main(["torchscan-report", *sys.argv[1:]]))
 
 
+PROG = "python -m torchscan"
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class UsageError(Exception):
+    """A user error of ``python -m torchscan``: one line on standard error, exit code 2."""
+
+
+class _UserCodeError(Exception):
+    """The user's module or workload raised ``error``: its traceback is shown, exit code 1."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line: the lines of a multi-line message joined by ``; ``."""
+    return "; ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _reason(error: OSError) -> str:
+    return error.strerror or _one_line(str(error)) or type(error).__name__
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null after a failed write to standard output.
+
+    What is still buffered would otherwise fail again when the interpreter flushes standard
+    output at exit, printing a second error and turning the exit code into 120.
+    """
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # standard output is not a file descriptor (a test's capture): nothing is flushed
+
+
+def _write_stdout(data: bytes) -> None:
+    """Write ``data`` to standard output directly, after whatever was printed before it."""
+    try:
+        sys.stdout.flush()
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:
+            sys.stdout.write(data.decode("utf-8"))
+        else:
+            buffer.write(data)
+        sys.stdout.flush()
+    except OSError as error:  # BrokenPipeError, a full device, a closed descriptor
+        _silence_stdout()
+        raise UsageError(f"cannot write to standard output: {_reason(error)}") from None
+
+
+def _emit(text: str) -> None:
+    """Print ``text`` (lines for people) on standard output."""
+    _write_stdout(text.encode("utf-8"))
+
+
+def _write_output(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through the core's one writer, or to standard output for ``-``.
+
+    A regular file is replaced atomically (its mode kept), a symlink is written through, a
+    device or FIFO is written directly; a failure leaves the old content and no temporary file.
+    """
+    if path == "-":
+        _write_stdout(data)
+        return
+    try:
+        _core.write_file(path, data)
+    except OSError as error:
+        raise UsageError(f"cannot write {path}: {_reason(error)}") from None
+
+
+def _write_json(path: str, report: Any) -> None:
+    _write_output(path, (json.dumps(report, indent=2) + "\n").encode("utf-8"))
+
+
+def _check_outputs(*paths: str | None) -> None:
+    """Refuse, before anything runs, an output whose folder is missing or that is a folder."""
+    for path in paths:
+        if not path or path == "-":
+            continue
+        if os.path.isdir(path):
+            raise UsageError(f"cannot write {path}: {os.strerror(errno.EISDIR)}")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise UsageError(f"cannot write {path}: no such directory: {folder}")
+
+
+def _internal(filename: str) -> bool:
+    """Whether a frame of this file is torchscan's own or the import machinery's."""
+    return filename.startswith(_PACKAGE_DIR + os.sep) or filename.startswith("<frozen ")
+
+
+def _raised_by_torchscan(error: BaseException) -> bool:
+    """Whether every frame ``error`` passed through is torchscan's: no user code was running."""
+    trace = error.__traceback__
+    while trace is not None:
+        if not _internal(trace.tb_frame.f_code.co_filename):
+            return False
+        trace = trace.tb_next
+    return True
+
+
+def _print_user_traceback(error: BaseException) -> None:
+    """The traceback of ``error`` from the first frame of the user's code (torchscan's left out)."""
+    trace = error.__traceback__
+    while trace is not None and _internal(trace.tb_frame.f_code.co_filename):
+        trace = trace.tb_next
+    sys.stderr.flush()
+    traceback.print_exception(type(error), error, trace, file=sys.stderr)
+
+
+def _run_user_code(run: Callable[[], Any]) -> Any:
+    """Call ``run`` (a measurement) and sort its exceptions by whose they are.
+
+    A torchscan error raised while no user code was running is a usage error (exit 2); any
+    exception that came through the user's code is the user's (exit 1, with its traceback).
+    """
+    from .errors import TorchscanError
+
+    try:
+        return run()
+    except TorchscanError as error:
+        if _raised_by_torchscan(error):
+            raise UsageError(_one_line(str(error))) from None
+        raise _UserCodeError(error) from None
+    except Exception as error:
+        raise _UserCodeError(error) from None
+
+
 def _demo(arguments: argparse.Namespace) -> int:
     import torch
 
     from .workload import measure_workload
 
-    print(
-        "torchscan demo: measuring the README workload, torch.nn.Linear(128, 128) on a "
-        "(32, 128) float32 input on cpu, with the default passes (latency, operator FLOPs, "
-        "tensor memory); the report goes to "
-        f"{arguments.json}" + (f" and its page to {arguments.html}." if arguments.html else "."),
-        flush=True,
-    )
+    _check_outputs(arguments.json, arguments.html)
+    to_stdout = arguments.json == "-"  # the report alone on standard output, as for measure
+    if not to_stdout:
+        _emit(
+            "torchscan demo: measuring the README workload, torch.nn.Linear(128, 128) on a "
+            "(32, 128) float32 input on cpu, with the default passes (latency, operator FLOPs, "
+            "tensor memory); the report goes to "
+            f"{arguments.json}"
+            + (f" and its page to {arguments.html}." if arguments.html else ".")
+            + "\n"
+        )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -55,103 +195,175 @@ def _demo(arguments: argparse.Namespace) -> int:
             return model(inputs)
 
         report = measure_workload(
-            workload, device="cpu", inputs=inputs, work_units=32, work_unit="samples"
+            workload,
+            device="cpu",
+            inputs=inputs,
+            work_units=32,
+            work_unit="samples",
+            print_summary=False,
         )
     finally:
         torch.set_num_threads(threads)
+    if not to_stdout:
+        _print_summary(report)
     _write_json(arguments.json, report)
     if arguments.html:
         from .render import render_report
 
-        _write_text(arguments.html, render_report(report))
+        _write_output(arguments.html, render_report(report).encode("utf-8"))
     return 0
 
 
-def _write_text(path: str, text: str) -> None:
-    """Write text atomically: a temporary file in the same folder, then a rename."""
-    target = Path(path)
-    temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+def _print_summary(report: Any) -> None:
+    from .validation import format_summary
+
+    _emit(format_summary(report))
+
+
+def _module_from_file(location: str) -> Any:
+    """Import the Python file ``location`` under a private module name."""
+    import importlib.util
+
+    path = Path(location).resolve()
+    if not path.exists():
+        raise UsageError(f"no such file: {location}")
+    if not path.is_file():
+        raise UsageError(f"not a Python file: {location}")
+    name = f"_torchscan_workload_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"cannot import {location}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    sys.path.insert(0, str(path.parent))
     try:
-        temporary.write_text(text, encoding="utf-8")
-        os.replace(temporary, target)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
+        spec.loader.exec_module(module)
+    except Exception as error:
+        sys.modules.pop(spec.name, None)
+        raise _UserCodeError(error) from None
+    return module
 
 
-def _write_json(path: str, report: Any) -> None:
-    """Write a report atomically: a temporary file in the same folder, then a rename."""
-    text = json.dumps(report, indent=2) + "\n"
-    if path == "-":
-        sys.stdout.write(text)
-        return
-    _write_text(path, text)
+def _module_by_name(location: str) -> Any:
+    """Import the module ``location`` (``package.module``)."""
+    import importlib
+
+    if not all(part.isidentifier() for part in location.split(".")):
+        raise UsageError(f"not a module name or a .py file: {location!r}")
+    try:
+        return importlib.import_module(location)
+    except ModuleNotFoundError as error:
+        missing = error.name or ""
+        if missing and (location == missing or location.startswith(missing + ".")):
+            raise UsageError(f"no module named {missing!r}") from None
+        raise _UserCodeError(error) from None  # the module exists; an import inside it failed
+    except Exception as error:
+        raise _UserCodeError(error) from None
 
 
 def _load_reference(reference: str) -> Any:
     """Import ``module:attr`` or ``path/to/file.py:attr`` (a dotted attribute path is allowed)."""
-    import importlib
-    import importlib.util
-
     location, separator, attribute = reference.rpartition(":")
-    if not separator or not location or not attribute:
-        raise SystemExit(
-            f"python -m torchscan: workload must be 'module:attr' or 'path/to/file.py:attr', "
-            f"got {reference!r}"
+    parts = attribute.split(".")
+    if not separator or not location or not all(part.isidentifier() for part in parts):
+        raise UsageError(
+            f"a workload is 'module:function' or 'path/to/file.py:function', got {reference!r}"
         )
     if location.endswith(".py") or os.sep in location:
-        path = Path(location).resolve()
-        if not path.is_file():
-            raise SystemExit(f"python -m torchscan: no such file: {location}")
-        spec = importlib.util.spec_from_file_location(f"_torchscan_workload_{path.stem}", path)
-        if spec is None or spec.loader is None:
-            raise SystemExit(f"python -m torchscan: cannot import {location}")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        sys.path.insert(0, str(path.parent))
-        spec.loader.exec_module(module)
+        module = _module_from_file(location)
     else:
-        module = importlib.import_module(location)
+        module = _module_by_name(location)
     target: Any = module
-    for part in attribute.split("."):
+    for part in parts:
         try:
             target = getattr(target, part)
         except AttributeError:
-            raise SystemExit(
-                f"python -m torchscan: {location} has no attribute {attribute!r}"
-            ) from None
+            raise UsageError(f"{location} has no attribute {attribute!r}") from None
+        except Exception as error:  # a module-level __getattr__ or property of the user's
+            raise _UserCodeError(error) from None
+    if not callable(target):
+        raise UsageError(
+            f"{reference} is a {type(target).__name__}, not a callable; name a function that "
+            "takes no arguments"
+        )
     return target
+
+
+def _metrics_of(arguments: argparse.Namespace) -> list[str] | None:
+    return arguments.metrics.split(",") if arguments.metrics else None
+
+
+def _check_workload_options(arguments: argparse.Namespace) -> None:
+    """The checks ``measure_workload`` makes, before the user's module is imported."""
+    from .errors import InvalidArgumentError
+    from .workload import _check_budget, _check_device, _check_metrics, _check_work
+
+    try:
+        _check_metrics(_metrics_of(arguments))
+        _check_work(arguments.work_units, arguments.work_unit)
+        _check_budget(arguments.min_time, _max_time(arguments), 1, 0.0)
+        _check_device(arguments.device)
+    except InvalidArgumentError as error:
+        raise UsageError(_one_line(str(error))) from None
+
+
+def _max_time(arguments: argparse.Namespace) -> float:
+    """``--max-time``, raised to ``--min-time`` when it is below it (a NaN stays a NaN)."""
+    maximum: float = arguments.max_time
+    return arguments.min_time if arguments.min_time > maximum else maximum
 
 
 def _measure(arguments: argparse.Namespace) -> int:
     from .workload import measure_workload
 
+    _check_outputs(arguments.json)
+    _check_workload_options(arguments)
     workload = _load_reference(arguments.workload)
-    metrics = arguments.metrics.split(",") if arguments.metrics else None
-    report = measure_workload(
-        workload,
-        device=arguments.device,
-        work_units=arguments.work_units,
-        work_unit=arguments.work_unit,
-        metrics=metrics,
-        print_summary=arguments.json != "-",
-        min_time_s=arguments.min_time,
-        max_time_s=max(arguments.max_time, arguments.min_time),
+    report = _run_user_code(
+        lambda: measure_workload(
+            workload,
+            device=arguments.device,
+            work_units=arguments.work_units,
+            work_unit=arguments.work_unit,
+            metrics=_metrics_of(arguments),
+            print_summary=False,
+            min_time_s=arguments.min_time,
+            max_time_s=_max_time(arguments),
+        )
     )
+    if arguments.json != "-":
+        _print_summary(report)
     if arguments.json is not None:
         _write_json(arguments.json, report)
     return 0
 
 
 def _compare(arguments: argparse.Namespace) -> int:
-    from .errors import TorchscanError
+    from .compare import check_comparison_options
+    from .errors import InvalidArgumentError
     from .experiment import compare_workloads
 
+    outputs = (
+        arguments.json,
+        arguments.html,
+        arguments.baseline_json,
+        arguments.candidate_json,
+        arguments.check_json,
+    )
+    _check_outputs(*outputs)
+    _check_workload_options(arguments)
+    try:
+        check_comparison_options(0.95, 2000, arguments.seed, arguments.min_effect)
+        from .check import _tolerance
+
+        _tolerance("rtol", arguments.rtol)
+        _tolerance("atol", arguments.atol)
+    except InvalidArgumentError as error:
+        raise UsageError(_one_line(str(error))) from None
     baseline = _load_reference(arguments.baseline)
     candidate = _load_reference(arguments.candidate)
-    metrics = arguments.metrics.split(",") if arguments.metrics else None
-    try:
-        experiment = compare_workloads(
+    experiment = _run_user_code(
+        lambda: compare_workloads(
             baseline,
             candidate,
             rtol=arguments.rtol,
@@ -160,22 +372,22 @@ def _compare(arguments: argparse.Namespace) -> int:
             device=arguments.device,
             work_units=arguments.work_units,
             work_unit=arguments.work_unit,
-            metrics=metrics,
-            print_summary=arguments.json != "-",
+            metrics=_metrics_of(arguments),
+            print_summary=False,
             min_time_s=arguments.min_time,
-            max_time_s=max(arguments.max_time, arguments.min_time),
+            max_time_s=_max_time(arguments),
             min_effect=arguments.min_effect,
             seed=arguments.seed,
         )
-    except TorchscanError as error:
-        print(f"python -m torchscan compare: {error}", file=sys.stderr)
-        return 2
+    )
+    if arguments.json != "-":
+        _print_summary(experiment.comparison)
     if arguments.json is not None:
         _write_json(arguments.json, experiment.comparison)
     if arguments.html:
         from .render import render_report
 
-        _write_text(arguments.html, render_report(experiment.comparison))
+        _write_output(arguments.html, render_report(experiment.comparison).encode("utf-8"))
     for path, report in (
         (arguments.baseline_json, experiment.baseline),
         (arguments.candidate_json, experiment.candidate),
@@ -194,9 +406,16 @@ def _workload_options(parser: argparse.ArgumentParser, metrics_help: str) -> Non
     parser.add_argument("--metrics", default=None, help=metrics_help)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors on one line (usage stays in ``--help``)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see --help)\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="python -m torchscan",
+    parser = _Parser(
+        prog=PROG,
         description="Inspect cost, measure workloads and check changes of PyTorch models.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -213,7 +432,9 @@ def _parser() -> argparse.ArgumentParser:
         help="measure a workload given as module:attr or path/to/file.py:attr",
         description=(
             "Measure a zero-argument callable. Example: python -m torchscan measure "
-            "bench.py:workload --work-units 32 --work-unit samples --json out.json"
+            "bench.py:workload --work-units 32 --work-unit samples --json out.json. Exit codes: "
+            "0 measured, 1 the workload or its module raised (its traceback is printed), 2 usage "
+            "(one line on standard error)."
         ),
     )
     measure.add_argument("workload", help="module:attr or path/to/file.py:attr")
@@ -234,8 +455,8 @@ def _parser() -> argparse.ArgumentParser:
             "outputs, then time both in interleaved blocks and compare. Example: python -m "
             "torchscan compare base.py:workload fast.py:workload --rtol 1e-5 --atol 1e-6 "
             "--json comparison.json. Exit codes: 0 compared, 1 the output check failed (every "
-            "delta withheld; the reports are still written) or a workload could not be loaded, "
-            "2 usage."
+            "delta withheld; the reports are still written) or a workload raised (its "
+            "traceback is printed), 2 usage (one line on standard error)."
         ),
     )
     compare.add_argument("baseline", help="module:attr or path/to/file.py:attr")
@@ -278,6 +499,29 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``python -m torchscan`` on ``argv`` (default ``sys.argv[1:]``); return its exit code."""
+    """Run ``python -m torchscan`` on ``argv`` (default ``sys.argv[1:]``); return its exit code.
+
+    0: done; 1: the output check of ``compare`` failed, or the user's module or workload raised
+    (its traceback is printed); 2: a usage error (bad arguments, a workload reference that does
+    not name a callable, a device that is not there, an output that cannot be written), printed
+    as one line on standard error.
+    """
     arguments = _parser().parse_args(argv)
-    return int(arguments.handler(arguments))
+    command = f"{PROG} {arguments.command}"
+    try:
+        return int(arguments.handler(arguments))
+    except UsageError as error:
+        _say(f"{command}: error: {error}")
+        return 2
+    except _UserCodeError as failure:
+        _print_user_traceback(failure.error)
+        return 1
+
+
+def _say(line: str) -> None:
+    """One line on standard error (nothing when standard error itself cannot be written)."""
+    try:
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+    except OSError:
+        pass
