@@ -113,7 +113,8 @@ pub fn file_error(py: Python<'_>, path: &Path, error: &io::Error) -> PyErr {
         }
         None => source.to_string(),
     };
-    PyOSError::new_err((errno, strerror, filename.to_path_buf()))
+    // The filename as `str` (decoded as `os.fsdecode` does), whatever type the caller passed.
+    PyOSError::new_err((errno, strerror, filename.as_os_str().to_os_string()))
 }
 
 fn errno_of_kind(py: Python<'_>, kind: io::ErrorKind) -> Option<i32> {

@@ -2,7 +2,7 @@
 //! `torchscan.compare_benchmarks` compares them, written as text, JSON or HTML, with an optional
 //! gate on the verdict.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
@@ -13,8 +13,8 @@ use torchscan_core::schema::comparison::Verdict;
 use torchscan_core::{Problem, Report, format_summary, read_report, render_html};
 
 use crate::{
-    EXIT_INVALID, EXIT_OK, EXIT_USAGE, OutputFormat, display_name, is_stdin, print_problems,
-    read_inputs, write_output,
+    EXIT_INVALID, EXIT_OK, EXIT_USAGE, Inputs, OutputFormat, display_name, is_stdin,
+    print_problems, read_inputs, write_output,
 };
 
 /// The arguments of `compare`.
@@ -34,7 +34,8 @@ pub struct CompareArgs {
     /// `html` (its self-contained page).
     #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
     pub format: OutputFormat,
-    /// Write the output to this file (replaced atomically) instead of standard output (`-`).
+    /// Write the output to this file instead of standard output (`-`): a regular file is replaced
+    /// atomically, a symlink, hard link, device or FIFO is written through.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: Option<PathBuf>,
     /// Confidence level of the intervals, in (0, 1).
@@ -150,9 +151,9 @@ fn print_side_problems(
 /// Runs `compare` and returns its exit code.
 pub fn compare(
     args: &CompareArgs,
-    streams: (&mut dyn Read, &mut dyn Write, &mut dyn Write),
+    streams: (&mut Inputs<'_>, &mut dyn Write, &mut dyn Write),
 ) -> std::io::Result<i32> {
-    let (stdin, stdout, stderr) = streams;
+    let (inputs_source, stdout, stderr) = streams;
     let mut inputs: Vec<(&str, &Path)> = vec![
         ("baseline", args.baseline.as_path()),
         ("candidate", args.candidate.as_path()),
@@ -169,8 +170,9 @@ pub fn compare(
         return Ok(EXIT_USAGE);
     }
     let paths: Vec<&Path> = inputs.iter().map(|(_, path)| *path).collect();
-    let Some(texts) = read_inputs(&paths, stdin, stderr)? else {
-        return Ok(EXIT_USAGE);
+    let texts = match read_inputs(&paths, inputs_source, stderr)? {
+        Ok(texts) => texts,
+        Err(code) => return Ok(code),
     };
     let names: Vec<(&str, String)> = inputs
         .iter()

@@ -12,9 +12,17 @@ Examples:
   torchscan-report compare baseline.json candidate.json --check check.json
   torchscan-report render workload.json -o workload.html
 
-Exit codes: 0 ok, 1 invalid input, 2 usage.
+Exit codes: 0 ok, 1 invalid input (including a file that is not UTF-8 text or whose JSON value is
+not an object), 2 usage (including standard input named twice, an input that cannot be read or is
+larger than --max-input-bytes, and an output that cannot be written).
 `diff` and `compare` also exit 1 when the two reports cannot be compared, and `compare` when a
---fail-on gate fails.";
+--fail-on gate fails.
+Inputs larger than 1 GiB are refused; --max-input-bytes or TORCHSCAN_MAX_INPUT_BYTES changes the
+limit. -o FILE replaces a regular file atomically (keeping its mode), writes through a symlink to
+its target and through every hard link, and writes a device or FIFO directly. An output that
+cannot be written, -o FILE or standard output alike (a full disk, a closed pipe, a read-only file
+system, a missing directory, a directory), exits 2 with one line on standard error, and an
+existing -o FILE keeps its old content.";
 
 /// After `torchscan-report validate --help`.
 pub const VALIDATE: &str = "\
@@ -25,7 +33,9 @@ Examples:
 
 Prints one line per problem (FILE: PATH: MESSAGE) on standard output and a count on standard
 error.
-Exit codes: 0 every file is valid, 1 a file is invalid, 2 usage or a file cannot be read.";
+Exit codes: 0 every file is valid, 1 a file is invalid (or not UTF-8 text), 2 usage (including
+`-` named twice), a file that cannot be read or is larger than --max-input-bytes, or standard
+output that cannot be written.";
 
 /// After `torchscan-report summary --help`.
 pub const SUMMARY: &str = "\
@@ -33,14 +43,15 @@ Examples:
   torchscan-report summary workload.json
   cat workload.json | torchscan-report summary -
 
-Exit codes: 0 ok, 1 invalid report (its problems on standard error), 2 usage.";
+Exit codes: 0 ok, 1 invalid report (its problems on standard error), 2 usage (including an input
+that cannot be read and standard output that cannot be written).";
 
 /// After `torchscan-report schema --help`.
 pub const SCHEMA: &str = "\
 Examples:
   torchscan-report schema > report.v1.schema.json
 
-Exit codes: 0 ok, 2 usage.";
+Exit codes: 0 ok, 2 usage (including standard output that cannot be written).";
 
 /// After `torchscan-report diff --help`.
 pub const DIFF: &str = "\
@@ -51,7 +62,7 @@ Examples:
   cat after.json | torchscan-report diff before.json -
 
 Exit codes: 0 ok, 1 invalid input or reports that cannot be compared, 2 usage (including an
-output file that cannot be written).";
+input that cannot be read and an output, -o FILE or standard output, that cannot be written).";
 
 /// After `torchscan-report compare --help`.
 pub const COMPARE: &str = "\
@@ -66,8 +77,8 @@ Examples:
 The comparison is the one torchscan.compare_benchmarks returns, with the same defaults: the same
 reports and options give the same JSON, byte for byte.
 Exit codes: 0 ok, 1 invalid input, reports that cannot be compared, or a verdict named by
---fail-on (the output is written first), 2 usage (including an out-of-range option or an output
-file that cannot be written).";
+--fail-on (the output is written first), 2 usage (including an out-of-range option, an input that
+cannot be read and an output, -o FILE or standard output, that cannot be written).";
 
 /// After `torchscan-report render --help`.
 pub const RENDER: &str = "\
@@ -75,5 +86,5 @@ Examples:
   torchscan-report render workload.json -o workload.html
   cat workload.json | torchscan-report render - > workload.html
 
-Exit codes: 0 ok, 1 invalid report (nothing written), 2 usage (including an output file that
-cannot be written).";
+Exit codes: 0 ok, 1 invalid report (nothing written), 2 usage (including an input that cannot be
+read and an output, -o FILE or standard output, that cannot be written).";

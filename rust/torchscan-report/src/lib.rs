@@ -1,9 +1,16 @@
 //! The `torchscan-report` command line over torchscan-core: saved reports are validated,
 //! summarised, compared, rendered and described without Python and without rerunning anything.
 //!
-//! Exit codes: 0 success, 1 invalid input (or, for `diff` and `compare`, reports that cannot be
-//! compared, and for `compare` a failed `--fail-on` gate), 2 usage (bad arguments, unreadable
-//! input files or an unwritable output file).
+//! Exit codes: 0 success; 1 invalid input (a report that fails validation, is not valid UTF-8 or
+//! whose JSON value is not an object) or, for `diff` and `compare`, reports that cannot be
+//! compared, and for `compare` a failed `--fail-on` gate; 2 usage: bad arguments (including
+//! standard input named twice and a bad `--max-input-bytes` or `TORCHSCAN_MAX_INPUT_BYTES`), an
+//! input that cannot be read (missing, a directory, larger than the input limit, a device that
+//! never ends), and an output that cannot be written, be it `-o FILE` or standard output (a full
+//! device, a closed pipe, a read-only file system, a missing directory, a directory as target).
+//!
+//! Every input is read through [`torchscan_core::files::read_input`] (at most the limit plus one
+//! byte) and every output file is written through [`torchscan_core::files::write_output`].
 
 mod compare;
 mod help;
@@ -15,6 +22,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
+use torchscan_core::files::{self, DEFAULT_MAX_INPUT_BYTES};
 use torchscan_core::{
     CompareFailure, Problem, Report, compare_report_texts, format_summary, json_schema_text,
     read_report, render_html, to_json_text,
@@ -25,13 +33,21 @@ pub const EXIT_OK: i32 = 0;
 /// Exit code: an input report is invalid, `diff` or `compare` refuses to compare the two reports,
 /// or a `compare --fail-on` gate failed.
 pub const EXIT_INVALID: i32 = 1;
-/// Exit code: bad arguments, an unreadable input file or an unwritable output file.
+/// Exit code: bad arguments, an unreadable input or an output (file or standard output) that
+/// cannot be written.
 pub const EXIT_USAGE: i32 = 2;
+
+/// The environment variable that sets the input limit when `--max-input-bytes` is not given.
+pub const MAX_INPUT_BYTES_VARIABLE: &str = "TORCHSCAN_MAX_INPUT_BYTES";
 
 /// Validate, summarise, compare, render and describe saved torchscan reports.
 #[derive(Debug, Parser)]
 #[command(name = "torchscan-report", version, after_help = help::MAIN)]
 pub struct Cli {
+    /// Refuse an input longer than this many bytes (default 1073741824, 1 GiB; also
+    /// TORCHSCAN_MAX_INPUT_BYTES); no more than one byte past it is ever read.
+    #[arg(long, global = true, value_name = "BYTES", allow_hyphen_values = true)]
+    pub max_input_bytes: Option<String>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -74,7 +90,8 @@ pub enum Command {
         /// self-contained page).
         #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
         format: OutputFormat,
-        /// Write the output to this file (replaced atomically) instead of standard output (`-`).
+        /// Write the output to this file instead of standard output (`-`): a regular file is
+        /// replaced atomically, a symlink, hard link, device or FIFO is written through.
         #[arg(short = 'o', long = "output", value_name = "OUT")]
         output: Option<PathBuf>,
     },
@@ -91,7 +108,8 @@ pub enum Command {
         /// Report file (`-` reads standard input).
         #[arg(value_name = "FILE")]
         file: PathBuf,
-        /// Write the page to this file (replaced atomically) instead of standard output (`-`).
+        /// Write the page to this file instead of standard output (`-`): a regular file is
+        /// replaced atomically, a symlink, hard link, device or FIFO is written through.
         #[arg(short = 'o', long = "output", value_name = "OUT")]
         output: Option<PathBuf>,
     },
@@ -108,39 +126,71 @@ pub enum OutputFormat {
     Html,
 }
 
-/// Reads a file, or standard input for `-`.
-pub(crate) fn read_input(path: &Path, stdin: &mut dyn Read) -> std::io::Result<String> {
-    if path.as_os_str() == "-" {
-        let mut text = String::new();
-        stdin.read_to_string(&mut text)?;
-        Ok(text)
-    } else {
-        std::fs::read_to_string(path)
-    }
+/// Where inputs come from: standard input for `-`, files otherwise, each at most `max_bytes`.
+pub(crate) struct Inputs<'a> {
+    pub(crate) stdin: &'a mut dyn Read,
+    pub(crate) max_bytes: u64,
 }
 
-/// Reads every input in order. The first that cannot be read is reported on `stderr` and gives
-/// `None`: the command then exits with the usage code.
-pub(crate) fn read_inputs(
-    paths: &[&Path],
-    stdin: &mut dyn Read,
-    stderr: &mut dyn Write,
-) -> std::io::Result<Option<Vec<String>>> {
-    let mut texts = Vec::with_capacity(paths.len());
-    for path in paths {
-        match read_input(path, stdin) {
-            Ok(text) => texts.push(text),
-            Err(error) => {
-                writeln!(
-                    stderr,
-                    "torchscan-report: cannot read {}: {error}",
-                    display_name(path)
-                )?;
-                return Ok(None);
+/// Why an input gave no text.
+pub(crate) enum InputFailure {
+    /// It cannot be read: the message names it (exit 2).
+    Unreadable(std::io::Error),
+    /// It is not UTF-8 text, so not a report (exit 1).
+    NotText(Problem),
+}
+
+impl InputFailure {
+    /// Prints the failure as one line on `stderr` and gives the exit code.
+    pub(crate) fn report(&self, name: &str, stderr: &mut dyn Write) -> std::io::Result<i32> {
+        match self {
+            InputFailure::Unreadable(error) => {
+                writeln!(stderr, "torchscan-report: {error}")?;
+                Ok(EXIT_USAGE)
+            }
+            InputFailure::NotText(problem) => {
+                writeln!(stderr, "{name}: {problem}")?;
+                Ok(EXIT_INVALID)
             }
         }
     }
-    Ok(Some(texts))
+}
+
+/// Reads a file, or standard input for `-`, as UTF-8 text of at most the input limit.
+pub(crate) fn read_input(path: &Path, inputs: &mut Inputs<'_>) -> Result<String, InputFailure> {
+    let bytes = if is_stdin(path) {
+        files::read_stream(&mut *inputs.stdin, Path::new("<stdin>"), inputs.max_bytes)
+    } else {
+        files::read_input(path, inputs.max_bytes)
+    }
+    .map_err(InputFailure::Unreadable)?;
+    String::from_utf8(bytes).map_err(|error| {
+        let utf8 = error.utf8_error();
+        InputFailure::NotText(Problem::new(
+            "$",
+            format!(
+                "not valid UTF-8 (invalid byte at offset {}); a report is JSON text in UTF-8",
+                utf8.valid_up_to()
+            ),
+        ))
+    })
+}
+
+/// Reads every input in order. The first that cannot be read or is not text is reported on
+/// `stderr` and gives the exit code (2 unreadable, 1 not text) as the error.
+pub(crate) fn read_inputs(
+    paths: &[&Path],
+    inputs: &mut Inputs<'_>,
+    stderr: &mut dyn Write,
+) -> std::io::Result<Result<Vec<String>, i32>> {
+    let mut texts = Vec::with_capacity(paths.len());
+    for path in paths {
+        match read_input(path, inputs) {
+            Ok(text) => texts.push(text),
+            Err(failure) => return failure.report(&display_name(path), stderr).map(Err),
+        }
+    }
+    Ok(Ok(texts))
 }
 
 pub(crate) fn display_name(path: &Path) -> String {
@@ -164,18 +214,29 @@ pub(crate) fn print_problems(
 
 fn validate(
     files: &[PathBuf],
-    stdin: &mut dyn Read,
+    inputs: &mut Inputs<'_>,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> std::io::Result<i32> {
+    if files.iter().filter(|path| is_stdin(path)).count() > 1 {
+        writeln!(
+            stderr,
+            "torchscan-report: standard input (`-`) can be named only once"
+        )?;
+        return Ok(EXIT_USAGE);
+    }
     let mut invalid = 0usize;
     let mut unreadable = 0usize;
     for path in files {
         let name = display_name(path);
-        match read_input(path, stdin) {
-            Err(error) => {
+        match read_input(path, inputs) {
+            Err(InputFailure::Unreadable(error)) => {
                 unreadable += 1;
-                writeln!(stderr, "torchscan-report: cannot read {name}: {error}")?;
+                writeln!(stderr, "torchscan-report: {error}")?;
+            }
+            Err(InputFailure::NotText(problem)) => {
+                invalid += 1;
+                print_problems(stdout, &name, &[problem])?;
             }
             Ok(text) => {
                 if let Err(problems) = read_report(&text) {
@@ -202,23 +263,17 @@ fn validate(
 
 fn summary(
     path: &Path,
-    stdin: &mut dyn Read,
+    inputs: &mut Inputs<'_>,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> std::io::Result<i32> {
     let name = display_name(path);
-    let text = match read_input(path, stdin) {
+    let text = match read_input(path, inputs) {
         Ok(text) => text,
-        Err(error) => {
-            writeln!(stderr, "torchscan-report: cannot read {name}: {error}")?;
-            return Ok(EXIT_USAGE);
-        }
+        Err(failure) => return failure.report(&name, stderr),
     };
     match read_report(&text) {
-        Ok(report) => {
-            stdout.write_all(format_summary(&report).as_bytes())?;
-            Ok(EXIT_OK)
-        }
+        Ok(report) => write_output(&format_summary(&report), None, stdout, stderr),
         Err(problems) => {
             print_problems(stderr, &name, &problems)?;
             Ok(EXIT_INVALID)
@@ -230,41 +285,14 @@ pub(crate) fn is_stdin(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// Writes `text` to `path` atomically: a temporary file in the same directory, then a rename, so
-/// that readers never see a partial file and a failure leaves any previous file as it was.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a file name"))?;
-    let directory = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let mut temporary_name = OsString::from(".");
-    temporary_name.push(name);
-    temporary_name.push(format!(".{}.tmp", std::process::id()));
-    let temporary = directory.join(temporary_name);
-    let written = (|| {
-        let mut file = std::fs::File::create(&temporary)?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
-}
-
 fn diff(
     before: &Path,
     after: &Path,
     format: OutputFormat,
     output: Option<&Path>,
-    streams: (&mut dyn Read, &mut dyn Write, &mut dyn Write),
+    streams: (&mut Inputs<'_>, &mut dyn Write, &mut dyn Write),
 ) -> std::io::Result<i32> {
-    let (stdin, stdout, stderr) = streams;
+    let (inputs, stdout, stderr) = streams;
     if is_stdin(before) && is_stdin(after) {
         writeln!(
             stderr,
@@ -272,8 +300,9 @@ fn diff(
         )?;
         return Ok(EXIT_USAGE);
     }
-    let Some(texts) = read_inputs(&[before, after], stdin, stderr)? else {
-        return Ok(EXIT_USAGE);
+    let texts = match read_inputs(&[before, after], inputs, stderr)? {
+        Ok(texts) => texts,
+        Err(code) => return Ok(code),
     };
     let (before_name, after_name) = (display_name(before), display_name(after));
     let diff = match compare_report_texts(&texts[0], &texts[1]) {
@@ -313,44 +342,45 @@ fn diff(
     write_output(&text, output, stdout, stderr)
 }
 
+/// Writes `text` to standard output (no `-o`, or `-o -`) or to the file through the one writer.
+/// Either way, an output that cannot be written is one line on `stderr` and exit code 2.
 pub(crate) fn write_output(
     text: &str,
     output: Option<&Path>,
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> std::io::Result<i32> {
-    match output.filter(|path| !is_stdin(path)) {
-        None => {
-            stdout.write_all(text.as_bytes())?;
-            Ok(EXIT_OK)
+    let written = match output.filter(|path| !is_stdin(path)) {
+        None => stdout
+            .write_all(text.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(|error| {
+                files::FileError::wrap(files::FileOperation::Write, Path::new(STDOUT_NAME), error)
+            }),
+        Some(path) => files::write_output(path, text.as_bytes()),
+    };
+    match written {
+        Ok(()) => Ok(EXIT_OK),
+        Err(error) => {
+            writeln!(stderr, "torchscan-report: {error}")?;
+            Ok(EXIT_USAGE)
         }
-        Some(path) => match write_atomically(path, text) {
-            Ok(()) => Ok(EXIT_OK),
-            Err(error) => {
-                writeln!(
-                    stderr,
-                    "torchscan-report: cannot write {}: {error}",
-                    path.display()
-                )?;
-                Ok(EXIT_USAGE)
-            }
-        },
     }
 }
+
+/// How standard output is named in messages.
+const STDOUT_NAME: &str = "<stdout>";
 
 fn render(
     path: &Path,
     output: Option<&Path>,
-    streams: (&mut dyn Read, &mut dyn Write, &mut dyn Write),
+    streams: (&mut Inputs<'_>, &mut dyn Write, &mut dyn Write),
 ) -> std::io::Result<i32> {
-    let (stdin, stdout, stderr) = streams;
+    let (inputs, stdout, stderr) = streams;
     let name = display_name(path);
-    let text = match read_input(path, stdin) {
+    let text = match read_input(path, inputs) {
         Ok(text) => text,
-        Err(error) => {
-            writeln!(stderr, "torchscan-report: cannot read {name}: {error}")?;
-            return Ok(EXIT_USAGE);
-        }
+        Err(failure) => return failure.report(&name, stderr),
     };
     let report = match read_report(&text) {
         Ok(report) => report,
@@ -392,12 +422,21 @@ where
             };
         }
     };
+    let max_bytes = match max_input_bytes(
+        cli.max_input_bytes.as_deref(),
+        std::env::var_os(MAX_INPUT_BYTES_VARIABLE),
+    ) {
+        Ok(max_bytes) => max_bytes,
+        Err(message) => {
+            let _ = writeln!(stderr, "torchscan-report: {message}");
+            return EXIT_USAGE;
+        }
+    };
+    let inputs = &mut Inputs { stdin, max_bytes };
     let outcome = match &cli.command {
-        Command::Validate { files } => validate(files, stdin, stdout, stderr),
-        Command::Summary { file } => summary(file, stdin, stdout, stderr),
-        Command::Schema => stdout
-            .write_all(json_schema_text().as_bytes())
-            .map(|()| EXIT_OK),
+        Command::Validate { files } => validate(files, inputs, stdout, stderr),
+        Command::Summary { file } => summary(file, inputs, stdout, stderr),
+        Command::Schema => write_output(&json_schema_text(), None, stdout, stderr),
         Command::Diff {
             before,
             after,
@@ -408,24 +447,47 @@ where
             after,
             *format,
             output.as_deref(),
-            (stdin, stdout, stderr),
+            (inputs, stdout, stderr),
         ),
-        Command::Compare(args) => compare::compare(args, (stdin, stdout, stderr)),
+        Command::Compare(args) => compare::compare(args, (inputs, stdout, stderr)),
         Command::Render { file, output } => {
-            render(file, output.as_deref(), (stdin, stdout, stderr))
+            render(file, output.as_deref(), (inputs, stdout, stderr))
         }
     };
-    let code = match outcome {
+    // The outputs themselves are written by `write_output`; what fails here is a line of
+    // `validate`'s problems on standard output or a message on standard error. Either way the
+    // output could not be written: the same exit code as for `-o FILE`, a closed pipe included.
+    let flushed = outcome.and_then(|code| stdout.flush().map(|()| code));
+    match flushed {
         Ok(code) => code,
-        // A closed stdout (`| head`) is not the user's error; anything else is reported.
-        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => EXIT_OK,
         Err(error) => {
-            let _ = writeln!(stderr, "torchscan-report: {error}");
-            EXIT_INVALID
+            let _ = writeln!(
+                stderr,
+                "torchscan-report: cannot write {STDOUT_NAME}: {error}"
+            );
+            EXIT_USAGE
         }
+    }
+}
+
+/// The input limit: `--max-input-bytes`, else the environment variable, else 1 GiB. A value that
+/// is not a whole number of bytes from 1 up gives the one-line message of the usage error.
+fn max_input_bytes(option: Option<&str>, variable: Option<OsString>) -> Result<u64, String> {
+    let (source, value) = match (option, variable) {
+        (Some(value), _) => ("--max-input-bytes", value.to_owned()),
+        (None, Some(value)) => (
+            MAX_INPUT_BYTES_VARIABLE,
+            value.to_string_lossy().into_owned(),
+        ),
+        (None, None) => return Ok(DEFAULT_MAX_INPUT_BYTES),
     };
-    let _ = stdout.flush();
-    code
+    match value.trim().parse::<u64>() {
+        Ok(bytes) if bytes >= 1 => Ok(bytes),
+        _ => Err(format!(
+            "invalid {source} value `{}`: expected a whole number of bytes, at least 1",
+            value.escape_debug()
+        )),
+    }
 }
 
 /// Runs the command line on the process's arguments and standard streams.

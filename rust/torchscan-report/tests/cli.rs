@@ -129,7 +129,10 @@ fn usage_errors_exit_two() {
     assert!(stderr(&missing).contains("cannot read /nonexistent/report.json"));
     let help = run(&["--help"], None);
     assert_eq!(help.status.code(), Some(0));
-    assert!(stdout(&help).contains("Exit codes: 0 ok, 1 invalid input, 2 usage."));
+    assert!(
+        stdout(&help)
+            .contains("Exit codes: 0 ok, 1 invalid input (including a file that is not UTF-8")
+    );
 }
 
 #[test]
@@ -153,7 +156,7 @@ fn summary_of_an_invalid_report_exits_one() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(
         stderr(&output),
-        "<stdin>: $: a report must be a JSON object\n"
+        "<stdin>: $: a report is a JSON object, got an array\n"
     );
     assert_eq!(stdout(&output), "");
 }
@@ -300,7 +303,7 @@ fn diff_of_invalid_input_prints_the_problems_and_exits_one() {
     assert_eq!(stdout(&output), "");
     assert_eq!(
         stderr(&output),
-        "<stdin>: $: a report must be a JSON object\n"
+        "<stdin>: $: a report is a JSON object, got an array\n"
     );
     let invalid = fixture_str("invalid/unknown_analysis_mode.json");
     let output = run(&["diff", &full, &invalid], None);
