@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import contextlib
 import functools
 import importlib
 import importlib.util
@@ -11,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -27,6 +29,7 @@ from torchscan.child import (
     RssResult,
     _ChildRun,
     _interpret,
+    _stop_grace_s,
     measure_process_rss,
     workload_reference,
 )
@@ -79,6 +82,13 @@ def assert_unavailable(result: RssResult, reason: str, code: str) -> str:
     assert diagnostic["severity"] == "error"
     assert diagnostic["metric"] == "process_rss"
     return diagnostic["message"]
+
+
+def workload_increment_b(result: RssResult) -> float:
+    """Workload peak minus baseline, both complete."""
+    peak_b, baseline_b = result.workload_peak["value"], result.baseline["value"]
+    assert peak_b is not None and baseline_b is not None, result.diagnostics
+    return peak_b - baseline_b
 
 
 def assert_gone(pid: int) -> None:
@@ -313,7 +323,23 @@ def test_exit_code_and_signal_are_reported(tmp_path: Path) -> None:
     assert "out-of-memory" in message
 
 
+def test_stop_grace_is_a_quarter_of_the_timeout_within_bounds() -> None:
+    # How long the supervisor gets to sweep once asked to stop, before the caller kills the tree.
+    assert [_stop_grace_s(t) for t in (0.001, 1, 4, 8, 40, 120, 86400)] == [
+        1.0,
+        1.0,
+        1.0,
+        2.0,
+        10.0,
+        10.0,
+        10.0,
+    ]
+
+
 def test_timeout_kills_the_child_and_its_children(tmp_path: Path) -> None:
+    # Generous: the child starts in a fraction of a second, and writes its pid file only once its
+    # own child runs, so the test knows that the timeout struck a running tree.
+    timeout_s = 10.0
     child_pid_file, grandchild_pid_file = tmp_path / "child.pid", tmp_path / "grandchild.pid"
     path = write_module(
         tmp_path,
@@ -325,28 +351,47 @@ def test_timeout_kills_the_child_and_its_children(tmp_path: Path) -> None:
         import time
 
         def sleep():
-            grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+            grandchild = subprocess.Popen(["sleep", "{timeout_s * 10:g}"])
             with open({str(grandchild_pid_file)!r}, "w") as handle:
                 handle.write(str(grandchild.pid))
             with open({str(child_pid_file)!r}, "w") as handle:
                 handle.write(str(os.getpid()))
             print("sleeping now")
-            time.sleep(60)
+            while True:
+                time.sleep(1)
         """,
     )
-    started = time.monotonic()
-    result = measure_process_rss(f"{path}:sleep", timeout_s=1)
-    assert time.monotonic() - started < 10
-    message = assert_unavailable(
-        result, "child process timed out after 1s", "child_process_timeout"
-    )
-    assert "sleeping now" in message
+    grandchild_pid: int | None = None
+    try:
+        started = time.monotonic()
+        result = measure_process_rss(f"{path}:sleep", timeout_s=timeout_s)
+        elapsed_s = time.monotonic() - started
+        message = assert_unavailable(
+            result, f"child process timed out after {timeout_s:g}s", "child_process_timeout"
+        )
+        # The child was ready (both pid files) before the timeout struck.
+        child_pid = int(child_pid_file.read_text())
+        grandchild_pid = int(grandchild_pid_file.read_text())
+        assert "sleeping now" in message
+        # A bound, not a timing: the timeout, the supervisor's grace and the caller's kill.
+        assert timeout_s <= elapsed_s < timeout_s + 2 * _stop_grace_s(timeout_s) + 30
+        with pytest.raises(ChildProcessError):
+            os.waitpid(child_pid, os.WNOHANG)  # not this process's child: the supervisor's
+        # Reaped by the supervisor before the call returned: no process, not even a zombie.
+        assert not psutil.pid_exists(child_pid)
+        assert not psutil.pid_exists(grandchild_pid)
+    finally:
+        _kill_if_sleeping(grandchild_pid, f"{timeout_s * 10:g}")
 
-    child_pid = int(wait_for_file(child_pid_file))
-    with pytest.raises(ChildProcessError):
-        os.waitpid(child_pid, os.WNOHANG)  # already reaped: no zombie left
-    assert not psutil.pid_exists(child_pid)
-    assert_gone(int(wait_for_file(grandchild_pid_file)))
+
+def _kill_if_sleeping(pid: int | None, seconds: str) -> None:
+    """Never leave the test's ``sleep`` behind (and never kill another process of that pid)."""
+    if pid is None:
+        return
+    with contextlib.suppress(psutil.Error):
+        process = psutil.Process(pid)
+        if process.cmdline() == ["sleep", seconds]:
+            process.kill()
 
 
 def test_keyboard_interrupt_kills_the_child(tmp_path: Path) -> None:
@@ -537,6 +582,118 @@ def test_unguarded_script_loop_is_refused_and_never_rerun(tmp_path: Path) -> Non
     assert side_effects.read_text().splitlines() == ["top level ran"]
 
 
+# A script without a main guard that measures itself by a string reference, with a top-level
+# side effect. Before the fix the child imported the script again: its top level ran twice.
+SELF_REFERENCING = """
+    import json
+    import os
+    import sys
+
+    from torchscan.child import measure_process_rss
+
+    with open(os.environ["SIDE_EFFECTS"], "a") as handle:
+        handle.write("top level ran\\n")
+
+    def work():
+        return bytearray(1 << 20)
+
+    reference = {reference}
+    result = measure_process_rss(reference)
+    print(json.dumps([result.workload_peak["reason"], result.diagnostics]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "reference", "shown"),
+    [
+        ("python script.py", 'f"{__file__}:work"', "'selfref.py:work'"),
+        ("python script.py", '"selfref:work"', "'selfref:work'"),
+        ("python -m pkg.selfref", '"pkg.selfref:work"', "'pkg.selfref:work'"),
+        ("python -m pkg.selfref", 'f"{__file__}:work"', "'selfref.py:work'"),
+    ],
+)
+def test_a_reference_to_the_script_being_run_is_refused_before_spawning(
+    how: str, reference: str, shown: str, tmp_path: Path
+) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    script = write_module(package, "selfref", SELF_REFERENCING.format(reference=reference))
+    side_effects = tmp_path / "side_effects.txt"
+    command = (
+        [sys.executable, str(script)]
+        if how == "python script.py"
+        else [sys.executable, "-m", "pkg.selfref"]
+    )
+    completed = subprocess.run(
+        command,
+        cwd=tmp_path,
+        env={**os.environ, "SIDE_EFFECTS": str(side_effects)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    reason, diagnostics = json.loads(completed.stdout)
+    assert reason == "workload not importable"
+    assert [d["code"] for d in diagnostics] == ["workload_not_importable"]
+    message = diagnostics[0]["message"]
+    assert (
+        f"{shown} names the script being run (__main__): importing it in the child would run "
+        "the script's top level a second time. "
+    ) in message
+    assert "Define the workload as a module-level function in a module" in message
+    assert (
+        "keep the script's own work under 'if __name__ == \"__main__\":' and run python -m "
+        "torchscan measure path/to/script.py:function --metrics process_rss."
+    ) in message
+    assert str(tmp_path) not in message  # reports carry no paths
+    # The top level ran once: in this process, never in a child.
+    assert side_effects.read_text().splitlines() == ["top level ran"]
+
+
+def test_the_cli_measures_a_guarded_script_by_reference(tmp_path: Path) -> None:
+    # The way out the refusal names: the script is imported under a private name, so its
+    # guarded work does not run, and __main__ is torchscan's CLI, not the script.
+    script = write_module(
+        tmp_path,
+        "guarded_script",
+        """
+        import os
+
+        def work():
+            return bytearray(1 << 20)
+
+        if __name__ == "__main__":
+            with open(os.environ["SIDE_EFFECTS"], "a") as handle:
+                handle.write("main block ran\\n")
+        """,
+    )
+    side_effects = tmp_path / "side_effects.txt"
+    output = tmp_path / "report.json"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torchscan",
+            "measure",
+            f"{script}:work",
+            "--metrics",
+            "process_rss",
+            "--json",
+            str(output),
+        ],
+        env={**os.environ, "SIDE_EFFECTS": str(side_effects)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    report = json.loads(output.read_text())
+    assert report["metrics"]["process_rss_peak"]["status"] == "complete"
+    assert not side_effects.exists()
+
+
 def _main_function(source: str, name: str) -> object:
     """A function whose module is ``__main__``, as a script's functions are."""
     namespace: dict[str, object] = {"__name__": "__main__"}
@@ -558,15 +715,10 @@ def test_strict_raises_for_a_workload_of_the_main_script() -> None:
 
 
 def test_path_references_from_a_guarded_script_measure_each_function(tmp_path: Path) -> None:
-    script = write_module(
+    write_module(
         tmp_path,
-        "guarded",
+        "allocations",
         """
-        import json
-        import sys
-
-        from torchscan.child import measure_process_rss
-
         def allocate(size_mib):
             block = bytearray(size_mib << 20)
             block[::4096] = b"\\1" * len(block[::4096])
@@ -577,11 +729,22 @@ def test_path_references_from_a_guarded_script_measure_each_function(tmp_path: P
 
         def large():
             return allocate(96)
+        """,
+    )
+    script = write_module(
+        tmp_path,
+        "guarded",
+        """
+        import json
+        import os
+
+        from torchscan.child import measure_process_rss
 
         if __name__ == "__main__":
+            here = os.path.dirname(os.path.abspath(__file__))
             increments = []
             for name in ("small", "large"):
-                result = measure_process_rss(f"{__file__}:{name}")
+                result = measure_process_rss(os.path.join(here, f"allocations.py:{name}"))
                 increments.append(result.workload_peak["value"] - result.baseline["value"])
             print(json.dumps(increments))
         """,
@@ -654,6 +817,148 @@ def test_a_rebound_name_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert "ts_child_rebound.allocate is now another object than the workload given" in message
 
 
+# A module-level callable object whose state the parent changes after importing it.
+STATEFUL = """
+    import threading
+
+
+    class Workload:
+        def __init__(self, size_mib):
+            self.size_mib = size_mib
+
+        def __call__(self):
+            block = bytearray(self.size_mib << 20)
+            block[::4096] = b"\\1" * len(block[::4096])
+            return len(block)
+
+        def run(self):
+            return self()
+
+
+    work = Workload(size_mib=600)
+
+
+    def uses_the_global():
+        return work()
+"""
+
+
+@pytest.mark.parametrize("form", ["instance", "method"])
+def test_a_mutated_module_level_instance_runs_as_mutated(
+    form: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Imported afresh, `work` would allocate 600 MiB; the parent's object allocates 10 MiB, and
+    # that is what the child must run (before, it ran the import-time object: 600 MiB).
+    write_module(tmp_path, "ts_child_stateful", STATEFUL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("ts_child_stateful")
+    try:
+        module.work.size_mib = 10
+        workload = module.work if form == "instance" else module.work.run
+        assert workload_reference(workload) == (
+            "ts_child_stateful:work" if form == "instance" else "ts_child_stateful:work.run"
+        )
+        result = measure_process_rss(workload)
+    finally:
+        sys.modules.pop("ts_child_stateful", None)
+    assert result.diagnostics == []
+    increment_b = workload_increment_b(result)
+    assert 8 * MIB <= increment_b < 100 * MIB
+
+
+def test_a_mutated_instance_loaded_from_a_file_runs_as_mutated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A module loaded from its file (as python -m torchscan measure does): referenced by path.
+    path = write_module(tmp_path, "stateful_file", STATEFUL)
+    module = load_from_file(path, "ts_child_stateful_file", monkeypatch)
+    module.work.size_mib = 10
+    assert workload_reference(module.work) == f"{path}:work"
+    result = measure_process_rss(module.work)
+    assert result.diagnostics == []
+    increment_b = workload_increment_b(result)
+    assert 8 * MIB <= increment_b < 100 * MIB
+
+
+def test_an_instance_that_cannot_be_pickled_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_module(tmp_path, "ts_child_unpicklable", STATEFUL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("ts_child_unpicklable")
+    try:
+        module.work.size_mib = 10
+        module.work.lock = module.threading.Lock()
+        result = measure_process_rss(module.work)
+    finally:
+        sys.modules.pop("ts_child_unpicklable", None)
+    message = assert_unavailable(result, "workload not importable", "workload_not_importable")
+    assert (
+        "the Workload object given is sent to it by pickle, since importing 'work' afresh would "
+        "give the object as its module builds it at import, not as it is now, and it cannot be "
+        "pickled (TypeError: cannot pickle '_thread.lock' object). Make the object picklable, or "
+        "build it inside a module-level function and pass that function"
+    ) in message
+    assert not list(Path(tempfile.gettempdir()).glob("torchscan-rss-*.pickle"))
+
+
+def test_state_that_refers_to_the_main_script_is_refused(tmp_path: Path) -> None:
+    # The parent's object holds a function of the script being run, named `main` like the
+    # child's own entry point: unpickled by name in the child it would be the child's `main`.
+    write_module(
+        tmp_path,
+        "holder",
+        """
+        class Holder:
+            def __call__(self):
+                return 1
+
+        work = Holder()
+        """,
+    )
+    script = write_module(
+        tmp_path,
+        "holding_script",
+        """
+        import holder
+        from torchscan.child import measure_process_rss
+
+        def main():
+            return "the script's main"
+
+        holder.work.callback = main
+        print(measure_process_rss(holder.work).diagnostics[0]["message"])
+        """,
+    )
+    completed = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert (
+        "the process-RSS child refused the workload: the workload's pickled state refers to "
+        "__main__.main, an object of the script being run (__main__), which the child does not "
+        "run again. "
+    ) in completed.stdout
+
+
+def test_functions_and_classes_are_not_pickled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # By reference, as before: a function reads its module's globals as the child's import
+    # leaves them (documented), and a class is built afresh.
+    write_module(tmp_path, "ts_child_by_reference", STATEFUL)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("ts_child_by_reference")
+    try:
+        module.work.size_mib = 10
+        module.work.lock = module.threading.Lock()  # no pickling is attempted
+        result = measure_process_rss(module.uses_the_global)
+        assert result.diagnostics == []
+        increment_b = workload_increment_b(result)
+        assert increment_b >= 590 * MIB
+    finally:
+        sys.modules.pop("ts_child_by_reference", None)
+
+
 ACCEPTED_FORMS = """
     import functools
 
@@ -713,9 +1018,11 @@ def test_every_accepted_form_passes_the_fingerprint_check(
 def test_a_module_that_measures_itself_at_import_is_refused_without_recursion(
     tmp_path: Path,
 ) -> None:
-    # No main guard, string references to itself: the child's import asks for process RSS again
-    # (refused there: no grandchild), and the child then refuses the module.
-    script = write_module(
+    # No main guard, string references to itself, imported by the script being run: the child's
+    # import asks for process RSS again (refused there: no grandchild), and the child then
+    # refuses the module.
+    script = write_module(tmp_path, "imports_it", "import self_measuring\n")
+    write_module(
         tmp_path,
         "self_measuring",
         """

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from torchscan.child import RssResult, measure_process_rss
+from torchscan.child import RssResult, _stop_grace_s, measure_process_rss
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="process trees are read from Linux's /proc"
@@ -30,6 +30,7 @@ LONG_TIMEOUT_S = 120.0
 # (fork, setsid, fork, the middle one exits). Then it returns, raises or sleeps.
 WORKLOADS = """
     import os
+    import signal
     import subprocess
     import sys
     import time
@@ -97,6 +98,16 @@ WORKLOADS = """
     def double_fork_sleeps():
         _start("double_fork")
         time.sleep(600)
+
+    def stops_its_supervisor():
+        # A supervisor that cannot sweep: the caller must kill the tree itself, children first.
+        _start("setsid")
+        supervisor = os.getppid()
+        _record(supervisor)
+        os.kill(supervisor, signal.SIGSTOP)
+        with open(RECORD + ".stopped", "w") as handle:
+            handle.write("stopped")
+        time.sleep(600)
 """
 
 
@@ -120,6 +131,20 @@ def _recorded(record: Path) -> list[tuple[int, str]]:
 def _alive(processes: list[tuple[int, str]]) -> list[int]:
     """The recorded processes that still exist, zombies included (same pid and start time)."""
     return [pid for pid, start in processes if _start_time(pid) == start]
+
+
+def _running(processes: list[tuple[int, str]]) -> list[int]:
+    """The recorded processes that still run: zombies (dead, waiting to be reaped) excluded."""
+    running = []
+    for pid in _alive(processes):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as handle:
+                state = handle.read().rpartition(b")")[2].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            running.append(pid)
+    return running
 
 
 def _kill_leftovers(record: Path) -> None:
@@ -216,6 +241,33 @@ def test_keyboard_interrupt_leaves_no_descendant(kind: str, workloads: tuple[Pat
         _check_tree_gone(record)
     finally:
         signal.signal(signal.SIGINT, previous)
+        _kill_leftovers(record)
+
+
+def test_a_stuck_supervisor_is_killed_after_its_children_within_a_bound(
+    workloads: tuple[Path, Path],
+) -> None:
+    # The worker stops its own supervisor (SIGSTOP) and sleeps: at the timeout nothing answers
+    # the request to stop. After the grace the caller freezes the tree and kills it, descendants
+    # first: before, it killed only the supervisor after a fixed 20 s, and the setsid grandchild
+    # lived on.
+    module, record = workloads
+    grace_s = _stop_grace_s(TIMEOUT_S)
+    try:
+        started = time.monotonic()
+        result = measure_process_rss(f"{module}:stops_its_supervisor", timeout_s=TIMEOUT_S)
+        elapsed_s = time.monotonic() - started
+        assert Path(f"{record}.stopped").exists(), "the worker never stopped its supervisor"
+        assert result.workload_peak["reason"] == f"child process timed out after {TIMEOUT_S:g}s"
+        assert [d["code"] for d in result.diagnostics] == ["child_process_timeout"]
+        # A generous bound derived from the timeout, never a tight time.
+        assert TIMEOUT_S <= elapsed_s < TIMEOUT_S + 2 * grace_s + 30
+        processes = _recorded(record)
+        assert len(processes) == 3  # worker, grandchild, supervisor
+        # Dead when the call returns; the worker and grandchild may wait as zombies for PID 1
+        # to reap them, since their subreaper was killed.
+        assert _running(processes) == []
+    finally:
         _kill_leftovers(record)
 
 

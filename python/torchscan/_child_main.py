@@ -1,12 +1,14 @@
 """The fresh child process of the process-RSS pass: import a workload, read RSS, call it, report.
 
 Run as ``python -m torchscan._child_main <reference> --calls N [--threads T] --device D
-[--fingerprint JSON]`` by the supervisor (:mod:`torchscan._child_supervisor`) that
+[--fingerprint JSON] [--state FILE]`` by the supervisor (:mod:`torchscan._child_supervisor`) that
 :mod:`torchscan.child` starts, never imported for its side effects. A ``path/to/file.py:attr``
 reference is imported as a module under a private name, never as ``__main__``; with
 ``--fingerprint`` the imported object must match the parent's (:func:`workload_fingerprint`), or
-the child refuses it. The child writes exactly one JSON line to its standard output (the
-workload's own prints go to standard error) and then exits:
+the child refuses it. With ``--state`` (a callable object, or a method of one) the child runs
+the parent's object, unpickled from ``FILE``, rather than the one its import built, once it has
+checked that it is of the same class. The child writes exactly one JSON line to its standard
+output (the workload's own prints go to standard error) and then exits:
 
 * success: ``{"protocol": 1, "ok": true, "baseline_b", "setup_peak_b", "workload_peak_b",
   "baseline_method", "peak_method"}``;
@@ -32,6 +34,7 @@ import importlib.util
 import io
 import json
 import os
+import pickle
 import sys
 import threading
 import traceback
@@ -307,7 +310,77 @@ class WorkloadRefusedError(ImportError):
     """The child will not run what it imported: another object, or a module that measures itself."""
 
 
-def _load_workload(reference: str, fingerprint: dict[str, Any] | None) -> Callable[[], Any]:
+class _StateUnpickler(pickle.Unpickler):
+    """Unpickles a workload's state, refusing anything of ``__main__`` (here: the child itself).
+
+    ``module_alias`` maps the parent's name of a module loaded from its file (which the child
+    loaded under a private name) to the module loaded here.
+    """
+
+    def __init__(self, file: Any, module_alias: tuple[str, ModuleType] | None) -> None:
+        super().__init__(file)
+        self._module_alias = module_alias
+
+    def find_class(self, module_name: str, name: str) -> Any:
+        if module_name in _RESERVED_MODULES:
+            raise WorkloadRefusedError(
+                f"the workload's pickled state refers to {module_name}.{name}, an object of the "
+                "script being run (__main__), which the child does not run again"
+            )
+        if self._module_alias is not None and module_name == self._module_alias[0]:
+            found: Any = self._module_alias[1]
+            for part in name.split("."):
+                found = getattr(found, part)
+            return found
+        return super().find_class(module_name, name)
+
+
+def _with_state(
+    module: ModuleType,
+    qualname: str,
+    imported: Any,
+    state_path: str,
+    state_module: str | None = None,
+) -> Callable[[], Any]:
+    """The parent's object, unpickled from ``state_path``, in place of the one just imported.
+
+    The object imported afresh has the state its module gave it at import; the parent's may have
+    changed since. The unpickled object must be of the imported one's class (for a method: the
+    same function, bound to an object of the same class), and takes its module-level name, so that
+    the module sees the object that runs.
+    """
+    with open(state_path, "rb") as handle:
+        alias = (state_module, module) if state_module is not None else None
+        given: Any = _StateUnpickler(handle, alias).load()
+    _refuse_nested_requests()
+    if isinstance(imported, MethodType):
+        same_kind = (
+            isinstance(given, MethodType)
+            and given.__func__ is imported.__func__
+            and type(given.__self__) is type(imported.__self__)
+        )
+        owner, imported_owner = getattr(given, "__self__", None), imported.__self__
+    else:
+        same_kind = type(given) is type(imported)
+        owner, imported_owner = given, imported
+    if not same_kind or not callable(given):
+        raise WorkloadRefusedError(
+            f"{qualname!r} unpickled is a {type(given).__qualname__}, not the "
+            f"{type(imported).__qualname__} that the module binds to that name"
+        )
+    name = qualname.split(".")[0]
+    if getattr(module, name, None) is imported_owner:
+        setattr(module, name, owner)
+    workload: Callable[[], Any] = given
+    return workload
+
+
+def _load_workload(
+    reference: str,
+    fingerprint: dict[str, Any] | None,
+    state_path: str | None = None,
+    state_module: str | None = None,
+) -> Callable[[], Any]:
     split = split_reference(reference)
     if split is None:
         raise ValueError(f"malformed workload reference {reference!r}")
@@ -346,6 +419,8 @@ def _load_workload(reference: str, fingerprint: dict[str, Any] | None) -> Callab
                 f"{qualname!r} imported afresh is not the workload that was given ({details}): "
                 "the module binds that name to another object when it is imported"
             )
+    if state_path is not None:
+        return _with_state(module, qualname, found, state_path, state_module)
     workload: Callable[[], Any] = found
     return workload
 
@@ -465,6 +540,8 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--fingerprint", default=None, type=json.loads)
+    parser.add_argument("--state", default=None)
+    parser.add_argument("--state-module", default=None)
     return parser.parse_args(argv)
 
 
@@ -486,7 +563,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.argv = [args.reference.rpartition(":")[0]]
 
     try:
-        workload = _load_workload(args.reference, args.fingerprint)
+        workload = _load_workload(args.reference, args.fingerprint, args.state, args.state_module)
     except (Exception, SystemExit) as error:
         # SystemExit too: a script without a main guard may call sys.exit() at import.
         return _fail(result_fd, "import", error)

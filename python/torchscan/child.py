@@ -8,12 +8,16 @@ are process RSS and are never added to tensor or allocator peaks.
 The child runs under a supervisor (:mod:`torchscan._child_supervisor`), a small standard-library
 process that reaps it with ``os.wait4`` and, as a Linux child subreaper, kills and reaps every
 process the child started before it exits; this module asks it to stop by closing its standard
-input. So the child's whole process tree is gone when :func:`measure_process_rss` returns.
+input, and which, should it not finish within a grace derived from the timeout, is frozen with
+its whole tree and killed, descendants first. So the child's whole process tree is gone when
+:func:`measure_process_rss` returns.
 
 The child never runs the script being run (``__main__``) again: an object of that script, a
-lambda, a closure or a rebound name is refused before any child starts, and the child refuses an
-imported object whose fingerprint (:func:`torchscan._child_main.workload_fingerprint`) is not the
-one given.
+reference that leads to its file or its ``-m`` name, a lambda, a closure or a rebound name is
+refused before any child starts, and the child refuses an imported object whose fingerprint
+(:func:`torchscan._child_main.workload_fingerprint`) is not the one given. A callable object (or
+a method of one) also goes by pickle, so that the child runs it with its current state, not the
+state its module gave it at import.
 
 Linux note: ``ru_maxrss`` of a spawned child starts at the peak RSS of the process it was spawned
 from (the kernel folds the pre-``exec`` address space's high-water mark into it), and resetting
@@ -25,15 +29,18 @@ the child's own VmHWM, read before the reset and after the calls.
 from __future__ import annotations
 
 import contextlib
+import importlib.machinery
 import json
 import math
 import os
+import pickle
 import re
 import selectors
 import signal
 import site
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from types import FunctionType, MethodType, ModuleType
@@ -75,8 +82,12 @@ _POLL_S = 0.02
 # Once the supervisor is reaped every process that held the output pipes is gone; read what is
 # there for at most this long.
 _DRAIN_GRACE_S = 0.5
-# How long the supervisor may take to kill and reap the process tree once asked to stop.
-_STOP_GRACE_S = 10.0
+# How long the supervisor may take to kill and reap the process tree once asked to stop: a
+# quarter of the call's timeout, within these bounds (see _stop_grace_s).
+_STOP_GRACE_MIN_S = 1.0
+_STOP_GRACE_MAX_S = 10.0
+# Pause between reads of /proc while freezing a process tree.
+_FREEZE_POLL_S = 0.005
 # Run by path with ``-I -S``: it needs nothing but the standard library.
 _SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child_supervisor.py")
 
@@ -88,9 +99,9 @@ _PLANNED_LIFETIME = "peak RSS of a fresh child process (ru_maxrss via os.wait4)"
 _HOW_TO_REFERENCE = (
     "Define the workload as a module-level function in a module (or a module-level callable "
     "object) and import it from there, or pass a reference such as 'package.module:function' or "
-    "'path/to/file.py:function' (python -m torchscan measure path/to/file.py:function --metrics "
-    "process_rss); keep a script's own work under 'if __name__ == \"__main__\":' so that "
-    "importing the file only defines the workload."
+    "'path/to/file.py:function' to a file other than the script being run; to measure a "
+    "function of a script, keep the script's own work under 'if __name__ == \"__main__\":' and "
+    "run python -m torchscan measure path/to/script.py:function --metrics process_rss."
 )
 _WHY_BY_REFERENCE = (
     "process RSS is measured in a fresh child process, which imports the workload by reference "
@@ -117,6 +128,12 @@ class _Resolved:
 
     reference: str
     fingerprint: dict[str, Any] | None
+    stateful: bool = False
+    """A callable object (or a method of one): the child gets its current state by pickle, since
+    importing it afresh gives the object as its module built it, not as it is now."""
+    module_name: str | None = None
+    """The module's name here, when the child loads it from its file under a private name: the
+    pickle names its classes by this name."""
 
 
 @dataclass
@@ -147,9 +164,10 @@ def workload_reference(workload: object) -> str | None:
     function, class, bound method or callable object gives ``"module:qualname"`` when its module
     is importable by name in a fresh process, else ``"/abs/path/file.py:qualname"`` from the
     module's file, provided that the name leads back to this very object. Objects of the script
-    being run (``__main__``), lambdas, closures and nested functions, functions whose module
-    binds their name to another object, bound methods of unnamed objects and anything else not
-    re-importable give ``None``.
+    being run (``__main__``), references that lead to its file or to the module name it was run
+    as (``python -m``), lambdas, closures and nested functions, functions whose module binds
+    their name to another object, bound methods of unnamed objects and anything else not
+    re-importable give ``None``. (A callable object's current state is sent by pickle besides.)
     """
     resolved = _resolve(workload)
     return resolved.reference if isinstance(resolved, _Resolved) else None
@@ -157,6 +175,15 @@ def workload_reference(workload: object) -> str | None:
 
 def _resolve(workload: object) -> _Resolved | str:
     """The reference and fingerprint of ``workload``, or why the child cannot import it."""
+    resolved = _resolve_reference(workload)
+    if isinstance(resolved, _Resolved):
+        rerun = _names_the_main_script(resolved.reference)
+        if rerun is not None:
+            return rerun
+    return resolved
+
+
+def _resolve_reference(workload: object) -> _Resolved | str:
     if isinstance(workload, str):
         reference = _string_reference(workload)
         if reference is None:
@@ -184,7 +211,7 @@ def _resolve(workload: object) -> _Resolved | str:
                 else "is not bound to a name at the top level of an importable module"
             )
             return f"the {type(workload).__name__} object given {where}"
-        return _with_module(workload, *found)
+        return _with_module(workload, *found, stateful=True)
     return f"a {type(workload).__name__} is not callable"
 
 
@@ -237,16 +264,100 @@ def _resolve_method(workload: MethodType) -> _Resolved | str:
         )
         return f"{qualname!r} is a method of an object {where}"
     owner_module, name = owner_name
-    return _with_module(workload, owner_module, f"{name}.{workload.__func__.__name__}")
+    return _with_module(
+        workload, owner_module, f"{name}.{workload.__func__.__name__}", stateful=True
+    )
 
 
-def _with_module(workload: object, module: ModuleType, qualname: str) -> _Resolved | str:
+def _with_module(
+    workload: object, module: ModuleType, qualname: str, *, stateful: bool = False
+) -> _Resolved | str:
     if module.__name__ in ("__main__", "__mp_main__"):
         return f"{qualname!r} is defined in the script being run (__main__)"
     reference = _module_reference(module, qualname)
     if reference is None:
         return f"its module {module.__name__!r} cannot be imported in a fresh process"
-    return _Resolved(reference, workload_fingerprint(workload))
+    by_path = not reference.startswith(f"{module.__name__}:")
+    return _Resolved(
+        reference,
+        workload_fingerprint(workload),
+        stateful,
+        module.__name__ if by_path and stateful else None,
+    )
+
+
+def _real_path(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+def _main_script() -> tuple[str | None, str | None]:
+    """The real path of the script being run and the module name it was run as (``-m``)."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", None)
+    return (
+        _real_path(path) if isinstance(path, str) else None,
+        name if isinstance(name, str) else None,
+    )
+
+
+def _module_file(name: str) -> str | None:
+    """The file a fresh process would import ``name`` from, found without importing anything."""
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        path = getattr(loaded, "__file__", None)
+        return path if isinstance(path, str) else None
+    locations: Any = None
+    parts = name.split(".")
+    spec: Any = None
+    for index in range(len(parts)):
+        prefix = ".".join(parts[: index + 1])
+        package = sys.modules.get(prefix)
+        if package is not None and index < len(parts) - 1:
+            locations = getattr(package, "__path__", None)
+            continue
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(prefix, locations)
+        except Exception:  # an unreadable folder or a broken path hook: no answer
+            return None
+        if spec is None:
+            return None
+        locations = spec.submodule_search_locations
+    origin = getattr(spec, "origin", None)
+    return origin if isinstance(origin, str) and os.path.isfile(origin) else None
+
+
+def _names_the_main_script(reference: str) -> str | None:
+    """Why importing ``reference`` would run the script being run again, or ``None``.
+
+    The script's top level is its work when it has no main guard (a loop measuring workloads,
+    files written, a training run): the child must not run it a second time, whatever name or
+    path leads to it.
+    """
+    main_path, main_name = _main_script()
+    if main_path is None and main_name is None:
+        return None  # an interactive session or python -c: no file to run again
+    split = split_reference(reference)
+    if split is None:
+        return None
+    target, qualname, is_path = split
+    if is_path:
+        same = main_path is not None and _real_path(target) == main_path
+        # Reports carry no paths: the file's name says which script it is.
+        shown = f"{os.path.basename(target)}:{qualname}"
+    else:
+        found = _module_file(target)
+        same = target == main_name or (
+            main_path is not None and found is not None and _real_path(found) == main_path
+        )
+        shown = reference
+    if not same:
+        return None
+    return (
+        f"{shown!r} names the script being run (__main__): importing it in the child would run "
+        "the script's top level a second time"
+    )
 
 
 def _string_reference(text: str) -> str | None:
@@ -413,17 +524,93 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.stdin.close()
 
 
-def _end_supervisor(proc: subprocess.Popen[bytes], grace_s: float) -> None:
-    """Wait for the supervisor to finish its sweep; SIGKILL it after ``grace_s``.
+def _stop_grace_s(timeout_s: float) -> float:
+    """How long the supervisor gets to kill and reap the tree: ``timeout_s / 4``, in [1, 10] s."""
+    return min(_STOP_GRACE_MAX_S, max(_STOP_GRACE_MIN_S, timeout_s / 4))
 
-    Killing it is a last resort: the worker then dies by its parent-death signal.
+
+def _process_table() -> dict[int, tuple[int, str]]:
+    """``pid -> (parent pid, state letter)`` of every process, from ``/proc`` (Linux)."""
+    table: dict[int, tuple[int, str]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return table
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                stat = handle.read()
+        except OSError:
+            continue  # gone meanwhile
+        # The command name is in parentheses and may hold anything: split after the last ")".
+        fields = stat.rpartition(b")")[2].split()
+        if len(fields) > 1 and fields[1].isdigit():
+            table[int(name)] = (int(fields[1]), fields[0].decode("ascii", "replace"))
+    return table
+
+
+def _is_stopped(state: str) -> bool:
+    return state in ("T", "t")
+
+
+def _is_dead(state: str) -> bool:
+    return state in ("Z", "X", "x")
+
+
+def _kill_tree(root_pid: int, deadline: float) -> None:
+    """SIGKILL ``root_pid`` and every process below it, descendants first.
+
+    The tree is frozen top-down with SIGSTOP before anything is killed: a stopped parent cannot
+    reap its children, so a pid read from ``/proc`` below a stopped process is still that process
+    when it is signalled, never a reused one. Stopped processes then die by SIGKILL, the root
+    last. Where there is no ``/proc`` only the root is killed.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(root_pid, signal.SIGSTOP)
+    tree: list[int] = []
+    while True:
+        table = _process_table()
+        tree = []
+        settled = True
+        # Only the children of a process that has stopped are safe to signal.
+        parents = [root_pid]
+        while parents:
+            parent = parents.pop()
+            state = table.get(parent, (0, "X"))[1]
+            if _is_dead(state):
+                continue
+            tree.append(parent)
+            if not _is_stopped(state):
+                settled = False
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(parent, signal.SIGSTOP)
+                continue
+            parents.extend(pid for pid, (ppid, _) in table.items() if ppid == parent)
+        if settled or not table or time.monotonic() >= deadline:
+            break
+        time.sleep(_FREEZE_POLL_S)
+    for pid in reversed(tree):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(root_pid, signal.SIGKILL)
+
+
+def _end_supervisor(proc: subprocess.Popen[bytes], wait_s: float, grace_s: float) -> None:
+    """Wait ``wait_s`` for the supervisor to finish its sweep; then kill the tree ourselves.
+
+    The supervisor normally kills and reaps everything below it at once. One that does not in
+    time (stopped, starved, or stuck on a descendant) is frozen together with every process below
+    it, for at most ``grace_s``, and all are SIGKILLed, its descendants first, so that none is
+    left behind.
     """
     _stop(proc)
     try:
-        proc.wait(timeout=grace_s)
+        proc.wait(timeout=wait_s)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        _kill_tree(proc.pid, time.monotonic() + grace_s)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             proc.kill()
         proc.wait()
@@ -438,6 +625,7 @@ def _run_child(argv: list[str], env: dict[str, str], timeout_s: float) -> _Child
     worker and every descendant.
     """
     run = _ChildRun()
+    grace_s = _stop_grace_s(timeout_s)
     report_read, report_write = os.pipe()
     try:
         proc = subprocess.Popen(
@@ -471,12 +659,13 @@ def _run_child(argv: list[str], env: dict[str, str], timeout_s: float) -> _Child
             if stop_by is None and now >= deadline:
                 run.timed_out = True
                 _stop(proc)
-                stop_by = now + _STOP_GRACE_S
+                stop_by = now + grace_s
             if stop_by is not None and now >= stop_by:
-                break  # the supervisor did not finish its sweep; it is killed below
+                break  # the supervisor did not finish its sweep; the tree is killed below
             limit = stop_by if stop_by is not None else deadline
             _pump(selector, run, max(0.0, min(_POLL_S, limit - now)))
-        _end_supervisor(proc, _STOP_GRACE_S)
+        left_s = grace_s if stop_by is None else max(0.0, stop_by - time.monotonic())
+        _end_supervisor(proc, left_s, grace_s)
         # Every process that held the output pipes is gone: read them to their end.
         drain_until = time.monotonic() + _DRAIN_GRACE_S
         while selector.get_map() and time.monotonic() < drain_until:
@@ -485,7 +674,7 @@ def _run_child(argv: list[str], env: dict[str, str], timeout_s: float) -> _Child
         # Whatever happened (KeyboardInterrupt included), no process of the tree outlives the
         # call: without its standard input the supervisor kills and reaps them all.
         if proc.returncode is None:
-            _end_supervisor(proc, _STOP_GRACE_S)
+            _end_supervisor(proc, grace_s, grace_s)
         selector.close()
         os.close(report_read)
         if proc.stdin is not None:
@@ -716,12 +905,19 @@ def measure_process_rss(
 
     ``workload`` is a reference string, or an object the child can import by reference (see
     :func:`workload_reference`); the child checks that what it imports is the same function
-    (module, qualified name, file, first line and a hash of its code). An object of the script
-    being run (``__main__``), a lambda, a closure or a rebound name gives all three metrics
-    ``unavailable`` with reason ``workload not importable`` and a diagnostic that says how to
-    pass it; so does a module whose import in the child asks for process RSS itself. A crash, a
-    timeout, or a workload that raises gives ``unavailable`` and an ``error`` diagnostic that
-    carries the last lines of the child's standard error. Never raises for a workload's failure.
+    (module, qualified name, file, first line and a hash of its code). A callable object, or a
+    method of one, is also pickled and the child runs the unpickled object (of the same class),
+    so a change of its state after import is measured; one that cannot be pickled is refused.
+    An object of the script being run (``__main__``), a reference to that script's file or
+    ``-m`` module, a lambda, a closure or a rebound name gives all three metrics ``unavailable``
+    with reason ``workload not importable`` and a diagnostic that says how to pass it; so does a
+    module whose import in the child asks for process RSS itself. A crash, a timeout, or a
+    workload that raises gives ``unavailable`` and an ``error`` diagnostic that carries the last
+    lines of the child's standard error. Never raises for a workload's failure.
+
+    After a timeout or an exception the supervisor gets ``min(10, max(1, timeout_s / 4))`` s to
+    kill and reap the tree; past that the tree is frozen and killed from here, so the call
+    returns within about ``timeout_s`` plus twice that grace.
     """
     if isinstance(calls, bool) or not isinstance(calls, int) or calls < 1:
         raise InvalidArgumentError(f"calls must be a positive integer, got {calls!r}")
@@ -763,5 +959,51 @@ def measure_process_rss(
         argv += ["--threads", str(threads)]
     if resolved.fingerprint is not None:
         argv += ["--fingerprint", json.dumps(resolved.fingerprint, sort_keys=True)]
-    run = _run_child(argv, _child_env(), float(timeout_s))
+    state_path: str | None = None
+    if resolved.stateful:
+        pickled = _pickle_state(workload)
+        if not isinstance(pickled, _PickledState):
+            return _failure(
+                "workload_not_importable",
+                NOT_IMPORTABLE,
+                f"{_WHY_BY_REFERENCE}; the {type(workload).__name__} object given is sent to it "
+                f"by pickle, since importing {resolved.reference.rpartition(':')[2]!r} afresh "
+                "would give the object as its module builds it at import, not as it is now, and "
+                f"it cannot be pickled ({pickled}). Make the object picklable, or build it inside "
+                "a module-level function and pass that function, so the child builds the same "
+                "object.",
+            )
+        state_path = pickled.path
+        argv += ["--state", state_path]
+        if resolved.module_name is not None:
+            argv += ["--state-module", resolved.module_name]
+    try:
+        run = _run_child(argv, _child_env(), float(timeout_s))
+    finally:
+        if state_path is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(state_path)
     return _interpret(run, timeout_s=float(timeout_s), calls=calls)
+
+
+@dataclass(frozen=True)
+class _PickledState:
+    path: str
+
+
+def _pickle_state(workload: object) -> _PickledState | str:
+    """Pickle ``workload`` into a new private file; its path, or why it cannot be pickled."""
+    descriptor, path = tempfile.mkstemp(prefix="torchscan-rss-", suffix=".pickle")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            pickle.dump(workload, handle, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as error:  # a user's __reduce__ may raise anything
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        text = f"{type(error).__name__}: {error}"
+        return _DIRECTORIES.sub("", text)[:_ERROR_CHARS]
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+    return _PickledState(path)
