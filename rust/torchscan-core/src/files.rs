@@ -2,10 +2,12 @@
 //!
 //! [`write_output`] follows what rustup and cargo do for the files they write: a regular file (or
 //! a new path) is replaced atomically through a temporary file in the same directory, created with
-//! `O_CREAT | O_EXCL` under an unpredictable name; a symlink is written through to its final target
-//! (the link stays a link); a hard-linked file is rewritten in place so that every name sees the
-//! new content; a device, FIFO or socket is written directly, as shell redirection would, and
-//! never replaced. On any failure the old content is intact and no temporary file remains.
+//! `O_CREAT | O_EXCL` under an unpredictable name and with the final mode from the start; a symlink
+//! is written through to its final target (the link stays a link). What cannot be replaced without
+//! losing something is written in place, as shell redirection (`>`) would: a hard-linked file (so
+//! that every name sees the new content), a device, FIFO or socket, and anything reached through a
+//! magic link of `/proc` (`/dev/stdout`, `/dev/fd/N`, `/proc/self/fd/N`). On a failure of an atomic
+//! replacement the old content is intact and no temporary file remains.
 //!
 //! [`read_input`] reads a file but never more than its limit plus one byte, so that `/dev/zero`
 //! or a huge file stops with an error naming the limit instead of exhausting memory.
@@ -15,8 +17,10 @@ use std::fmt;
 use std::fs::{self, File, Metadata, OpenOptions};
 use std::hash::{BuildHasher, RandomState};
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The default input limit: 1 GiB.
 pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
@@ -26,6 +30,42 @@ pub const MAX_SYMLINK_HOPS: usize = 40;
 
 /// How many temporary names the writer tries before it gives up.
 const TEMPORARY_NAME_ATTEMPTS: usize = 64;
+
+/// How many bytes of the target's name the temporary name keeps, so that a leftover temporary
+/// (after a kill) says what it was for while the name stays far below `NAME_MAX` (255 bytes):
+/// `.` + at most 32 bytes + `.` + 32 hex digits + `.tmp` is at most 70 bytes.
+const TEMPORARY_NAME_PREFIX_BYTES: usize = 32;
+
+/// The longest wait between two tries to open a FIFO that has no reader yet, or to write to one
+/// whose buffer is full.
+const LONGEST_FIFO_WAIT: Duration = Duration::from_millis(25);
+
+/// `O_NONBLOCK` of the platform (std has no constant for it and this crate has no `libc`).
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    not(any(
+        target_arch = "mips",
+        target_arch = "mips64",
+        target_arch = "sparc",
+        target_arch = "sparc64"
+    ))
+))]
+const O_NONBLOCK: i32 = 0o4000;
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    any(target_arch = "mips", target_arch = "mips64")
+))]
+const O_NONBLOCK: i32 = 0o200;
+#[cfg(all(
+    any(target_os = "linux", target_os = "android"),
+    any(target_arch = "sparc", target_arch = "sparc64")
+))]
+const O_NONBLOCK: i32 = 0x4000;
+#[cfg(not(any(target_os = "linux", target_os = "android")))]
+const O_NONBLOCK: i32 = 0x0004;
+
+/// `ENXIO`: a non-blocking open of a FIFO for writing found no reader.
+const ENXIO: i32 = 6;
 
 /// What a [`FileError`] was doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,35 +129,56 @@ impl std::error::Error for FileError {
     }
 }
 
-/// Writes `bytes` to `path` without losing anything on failure.
+/// Writes `bytes` to `path` without losing anything that a rename can keep.
 ///
 /// - A symlink chain is followed by hand (at most [`MAX_SYMLINK_HOPS`] links; a relative target is
 ///   resolved against the link's directory; a dangling link creates its target). The final target
 ///   is written as below, so the link itself stays a link.
+/// - A link of the `/proc` file system (`/proc/self/fd/N`, reached from `/dev/stdout` or
+///   `/dev/fd/N`) is a magic link: its text (`pipe:[1234]`, or the old name of a renamed file)
+///   is not where the kernel goes. Such a path, and any path whose target by text is not the file
+///   the kernel opens (compared by device and inode), is written through the path itself, in place,
+///   as shell redirection (`>`) would.
 /// - A missing final target, or a regular file with one link, is replaced atomically: a temporary
-///   file `.NAME.<random hex>.tmp` is created in the target's directory with `O_CREAT | O_EXCL`
-///   (which never follows a symlink; another name is tried when one exists), written, synced,
-///   given the existing file's mode (and owner, best effort; a new file gets `0o666` less the
-///   umask), renamed over the target, and the directory is synced (best effort).
-/// - A regular file with several hard links is rewritten in place so that every link sees the new
-///   content: the content is first written to a temporary file in the same directory (so a full
-///   disk or a read-only file system is found before the file is touched), the temporary is
-///   removed, then the file is truncated and written; if that fails, the old content (read
-///   beforehand) is written back. Readers may see a partial file while it is rewritten.
-/// - A character or block device, FIFO or socket is opened for writing without `O_CREAT` and
-///   written directly, as shell redirection would; it is never replaced.
+///   file `.NAME.<32 random hex digits>.tmp` (NAME cut to its first 32 bytes, so that names up to
+///   `NAME_MAX` work) is created in the target's directory with `O_CREAT | O_EXCL` (which never
+///   follows a symlink; another name is tried when one exists) and with the existing file's
+///   permission bits from the start (a new file gets `0o666` less the umask), written, given the
+///   existing file's owner (best effort) and exact mode (set-id bits included, whatever the umask),
+///   synced, renamed over the target, and the directory is synced (best effort).
+/// - A regular file with several hard links is written in place so that every name sees the new
+///   content (what `>` does; cargo and rustup never keep hard links, they rename): it is opened for
+///   writing without `O_TRUNC` (so a read-only file fails as `open` fails for this user), the part
+///   of the new content past the old end is written first (a full disk shows here and the file is
+///   cut back to its old length, old content intact), then the rest is written over the old bytes
+///   and the file is cut to the new length. This is not atomic: a reader may see a mix, and an
+///   error while the old bytes are overwritten (rare: no new blocks are needed) leaves a mix.
+/// - A FIFO is opened for writing without blocking; while it has no reader the writer waits and
+///   tries again (as `>` waits), and writes as fast as the reader reads. A character or block
+///   device or socket is opened for writing without `O_CREAT` and written directly. None of these
+///   is ever replaced.
 /// - A directory, or a missing parent directory, is an error.
 ///
-/// Every error is an [`io::Error`] that carries a [`FileError`] naming `path`; after it, the old
-/// content is intact and no temporary file remains.
+/// Every error is an [`io::Error`] that carries a [`FileError`] naming `path`.
 pub fn write_output(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let random = RandomState::new();
-    let mut counter = 0u64;
-    let mut names = std::iter::from_fn(move || {
-        counter += 1;
-        Some(random_hex(&random, counter))
-    });
-    write_output_with_names(path, bytes, &mut names)
+    write_output_interruptible(path, bytes, &mut || Ok(()))
+}
+
+/// [`write_output`] that calls `interrupted` while it waits for a FIFO's reader (or for a full
+/// FIFO to drain), about every 25 ms: an error it returns stops the wait and is returned (wrapped
+/// in a [`FileError`]). The Python binding checks for signals there, so that Ctrl-C works.
+pub fn write_output_interruptible(
+    path: &Path,
+    bytes: &[u8],
+    interrupted: &mut dyn FnMut() -> io::Result<()>,
+) -> io::Result<()> {
+    let mut names = random_names();
+    let mut writer = Writer {
+        names: &mut names,
+        interrupted,
+        on_temporary: &mut |_| {},
+    };
+    writer.write(path, bytes)
 }
 
 /// [`write_output`] with the random part of the temporary names taken from `names` (each one
@@ -129,8 +190,38 @@ pub fn write_output_with_names(
     bytes: &[u8],
     names: &mut dyn Iterator<Item = String>,
 ) -> io::Result<()> {
-    write_resolved(path, bytes, names)
-        .map_err(|error| FileError::wrap(FileOperation::Write, path, error))
+    let mut writer = Writer {
+        names,
+        interrupted: &mut || Ok(()),
+        on_temporary: &mut |_| {},
+    };
+    writer.write(path, bytes)
+}
+
+/// [`write_output`] that tells `on_temporary` the path of every temporary file it creates, just
+/// after creating it. For tests of the names the writer picks.
+#[doc(hidden)]
+pub fn write_output_observed(
+    path: &Path,
+    bytes: &[u8],
+    on_temporary: &mut dyn FnMut(&Path),
+) -> io::Result<()> {
+    let mut names = random_names();
+    let mut writer = Writer {
+        names: &mut names,
+        interrupted: &mut || Ok(()),
+        on_temporary,
+    };
+    writer.write(path, bytes)
+}
+
+fn random_names() -> impl Iterator<Item = String> {
+    let random = RandomState::new();
+    let mut counter = 0u64;
+    std::iter::from_fn(move || {
+        counter += 1;
+        Some(random_hex(&random, counter))
+    })
 }
 
 fn random_hex(random: &RandomState, counter: u64) -> String {
@@ -141,18 +232,46 @@ fn random_hex(random: &RandomState, counter: u64) -> String {
     format!("{high:016x}{low:016x}")
 }
 
-/// The final target of `path` after following symlinks by hand, with its metadata (`None` when
-/// it does not exist).
-fn resolve(path: &Path) -> io::Result<(PathBuf, Option<Metadata>)> {
+/// Where a path leads.
+enum Resolved {
+    /// The final target by the link texts, which is the file the kernel opens, with its metadata
+    /// (`None` when it does not exist).
+    Target(PathBuf, Option<Metadata>),
+    /// A magic link, or link texts that lead elsewhere than the kernel goes: the path is written
+    /// through as given. The metadata is that of the file the kernel opens.
+    Through(Metadata),
+}
+
+/// The device number of the `/proc` file system, where every link is a magic link.
+fn proc_device() -> Option<u64> {
+    fs::symlink_metadata("/proc/self")
+        .ok()
+        .map(|metadata| metadata.dev())
+}
+
+fn same_node(first: &Metadata, second: &Metadata) -> bool {
+    first.dev() == second.dev() && first.ino() == second.ino()
+}
+
+/// Follows the symlinks of `path` by hand, and checks the result against the kernel's.
+fn resolve(path: &Path) -> io::Result<Resolved> {
+    let proc = proc_device();
     let mut current = path.to_path_buf();
     for _ in 0..=MAX_SYMLINK_HOPS {
         let metadata = match fs::symlink_metadata(&current) {
             Ok(metadata) => metadata,
-            Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok((current, None)),
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return check_against_kernel(path, current, None);
+            }
             Err(error) => return Err(error),
         };
         if !metadata.file_type().is_symlink() {
-            return Ok((current, Some(metadata)));
+            return check_against_kernel(path, current, Some(metadata));
+        }
+        if proc == Some(metadata.dev()) {
+            // The text of a magic link (`pipe:[1234]`, a name the file no longer has) is not
+            // where the kernel goes: only the kernel can follow it.
+            return fs::metadata(path).map(Resolved::Through);
         }
         let target = fs::read_link(&current)?;
         current = if target.is_absolute() {
@@ -170,6 +289,25 @@ fn resolve(path: &Path) -> io::Result<(PathBuf, Option<Metadata>)> {
     }
 }
 
+/// `Target` when the kernel opens what the link texts lead to (or both find nothing), else
+/// `Through` the kernel's file.
+fn check_against_kernel(
+    path: &Path,
+    target: PathBuf,
+    by_text: Option<Metadata>,
+) -> io::Result<Resolved> {
+    match (fs::metadata(path), by_text) {
+        (Ok(kernel), Some(by_text)) if same_node(&kernel, &by_text) => {
+            Ok(Resolved::Target(target, Some(by_text)))
+        }
+        (Ok(kernel), _) => Ok(Resolved::Through(kernel)),
+        (Err(error), None) if error.kind() == io::ErrorKind::NotFound => {
+            Ok(Resolved::Target(target, None))
+        }
+        (Err(error), _) => Err(error),
+    }
+}
+
 fn directory_of(path: &Path) -> &Path {
     match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
@@ -177,46 +315,129 @@ fn directory_of(path: &Path) -> &Path {
     }
 }
 
-fn write_resolved(
-    path: &Path,
-    bytes: &[u8],
-    names: &mut dyn Iterator<Item = String>,
-) -> io::Result<()> {
-    let (target, metadata) = resolve(path)?;
-    let Some(metadata) = metadata else {
-        return replace_atomically(&target, bytes, None, names);
-    };
-    let file_type = metadata.file_type();
-    if file_type.is_dir() {
-        // Opening a directory for writing fails with the OS's own EISDIR.
-        OpenOptions::new().write(true).open(&target)?;
-        return Err(io::Error::new(
-            io::ErrorKind::IsADirectory,
-            "is a directory",
-        ));
+fn is_a_directory() -> io::Error {
+    io::Error::new(io::ErrorKind::IsADirectory, "is a directory")
+}
+
+/// One write: where temporary names come from, what to call while waiting, and who hears of
+/// each temporary file.
+struct Writer<'a> {
+    names: &'a mut dyn Iterator<Item = String>,
+    interrupted: &'a mut dyn FnMut() -> io::Result<()>,
+    on_temporary: &'a mut dyn FnMut(&Path),
+}
+
+impl Writer<'_> {
+    fn write(&mut self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.write_resolved(path, bytes)
+            .map_err(|error| FileError::wrap(FileOperation::Write, path, error))
     }
-    if file_type.is_file() {
-        if metadata.nlink() > 1 {
-            return rewrite_in_place(&target, bytes, &metadata, names);
+
+    fn write_resolved(&mut self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let (target, metadata, through) = match resolve(path)? {
+            Resolved::Target(target, None) => return self.replace_atomically(&target, bytes, None),
+            Resolved::Target(target, Some(metadata)) => (target, metadata, false),
+            Resolved::Through(metadata) => (path.to_path_buf(), metadata, true),
+        };
+        let file_type = metadata.file_type();
+        if file_type.is_dir() {
+            // Opening a directory for writing fails with the OS's own EISDIR.
+            OpenOptions::new().write(true).open(&target)?;
+            return Err(is_a_directory());
         }
-        return replace_atomically(&target, bytes, Some(&metadata), names);
+        if file_type.is_file() {
+            // Behind a magic link, replacing the file would leave its open descriptors (the
+            // shell's `>> log` behind `/dev/stdout`) on a file nobody sees: write it in place.
+            if metadata.nlink() > 1 || through {
+                return write_in_place(&target, bytes, &metadata);
+            }
+            return self.replace_atomically(&target, bytes, Some(&metadata));
+        }
+        if file_type.is_fifo() {
+            return self.write_fifo(&target, bytes, &metadata);
+        }
+        if file_type.is_char_device() || file_type.is_block_device() || file_type.is_socket() {
+            return write_directly(&target, bytes, &metadata);
+        }
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file, directory, device, FIFO or socket",
+        ))
     }
-    if file_type.is_char_device()
-        || file_type.is_block_device()
-        || file_type.is_fifo()
-        || file_type.is_socket()
-    {
-        return write_directly(&target, bytes, &metadata);
+
+    fn replace_atomically(
+        &mut self,
+        target: &Path,
+        bytes: &[u8],
+        existing: Option<&Metadata>,
+    ) -> io::Result<()> {
+        let (directory, file_name) = split_target(target)?;
+        let permissions = existing.map_or(0o666, |existing| existing.mode() & 0o777);
+        let mut temporary = Temporary::create(directory, file_name, permissions, self.names)?;
+        (self.on_temporary)(&temporary.path);
+        let file = temporary.file()?;
+        file.write_all(bytes)?;
+        if let Some(existing) = existing {
+            // Owner first: changing the owner may clear set-id bits that the mode then restores.
+            // The mode is set again because the umask may have taken bits away at creation.
+            let _ = std::os::unix::fs::fchown(&*file, Some(existing.uid()), Some(existing.gid()));
+            file.set_permissions(fs::Permissions::from_mode(existing.mode() & 0o7777))?;
+        }
+        file.sync_all()?;
+        fs::rename(&temporary.path, target)?;
+        temporary.renamed();
+        if let Ok(directory_file) = File::open(directory) {
+            let _ = directory_file.sync_all();
+        }
+        Ok(())
     }
-    Err(io::Error::new(
-        io::ErrorKind::InvalidInput,
-        "not a regular file, directory, device, FIFO or socket",
-    ))
+
+    /// Opens the FIFO without blocking, waiting for a reader, then writes as the reader reads.
+    fn write_fifo(&mut self, target: &Path, bytes: &[u8], metadata: &Metadata) -> io::Result<()> {
+        let mut pause = Duration::from_millis(1);
+        let mut file = loop {
+            match OpenOptions::new()
+                .write(true)
+                .custom_flags(O_NONBLOCK)
+                .open(target)
+            {
+                Ok(file) => break file,
+                Err(error) if error.raw_os_error() == Some(ENXIO) => {
+                    (self.interrupted)()?;
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(LONGEST_FIFO_WAIT);
+                }
+                Err(error) => return Err(error),
+            }
+        };
+        same_file(&file, metadata)?;
+        // The descriptor stays non-blocking, so that a reader that stops reading cannot hold the
+        // writer where `interrupted` is never called.
+        let mut rest = bytes;
+        let mut pause = Duration::from_millis(1);
+        while !rest.is_empty() {
+            match file.write(rest) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(written) => {
+                    rest = &rest[written..];
+                    pause = Duration::from_millis(1);
+                }
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {
+                    (self.interrupted)()?;
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(LONGEST_FIFO_WAIT);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
+    }
 }
 
 fn same_file(opened: &File, expected: &Metadata) -> io::Result<()> {
     let actual = opened.metadata()?;
-    if actual.dev() == expected.dev() && actual.ino() == expected.ino() {
+    if same_node(&actual, expected) {
         Ok(())
     } else {
         Err(io::Error::other(
@@ -233,27 +454,72 @@ fn write_directly(target: &Path, bytes: &[u8], metadata: &Metadata) -> io::Resul
     file.flush()
 }
 
+/// Writes `bytes` over the regular file at `target` in place (see [`write_output`]).
+fn write_in_place(target: &Path, bytes: &[u8], metadata: &Metadata) -> io::Result<()> {
+    // Opened as `>` opens it, less O_TRUNC: what this user may not write fails here, untouched.
+    let mut file = OpenOptions::new().write(true).open(target)?;
+    same_file(&file, metadata)?;
+    let old_length = file.metadata()?.len();
+    let kept_length = usize::try_from(old_length)
+        .unwrap_or(usize::MAX)
+        .min(bytes.len());
+    let (head, tail) = bytes.split_at(kept_length);
+    if !tail.is_empty() {
+        // The new blocks first, while the old bytes are still whole: a full disk or quota shows
+        // here, and cutting the file back to its old length leaves the old content as it was.
+        let grown = file
+            .seek(SeekFrom::Start(old_length))
+            .and_then(|_| file.write_all(tail))
+            .and_then(|()| file.sync_data());
+        if let Err(error) = grown {
+            let _ = file.set_len(old_length);
+            return Err(error);
+        }
+    }
+    file.seek(SeekFrom::Start(0))?;
+    file.write_all(head)?;
+    file.set_len(bytes.len() as u64)?;
+    file.sync_all()
+}
+
 /// A temporary file that is removed when dropped unless it was renamed away.
 struct Temporary {
     path: PathBuf,
     file: Option<File>,
 }
 
+/// `.NAME.<random part>.tmp`, with NAME cut to [`TEMPORARY_NAME_PREFIX_BYTES`] (at a character
+/// boundary when it is UTF-8).
+fn temporary_name(file_name: &OsStr, random_part: &str) -> OsString {
+    let name_bytes = file_name.as_bytes();
+    let mut kept = name_bytes.len().min(TEMPORARY_NAME_PREFIX_BYTES);
+    if let Ok(text) = std::str::from_utf8(name_bytes) {
+        while !text.is_char_boundary(kept) {
+            kept -= 1;
+        }
+    }
+    let mut temporary_name = OsString::from(".");
+    temporary_name.push(OsStr::from_bytes(&name_bytes[..kept]));
+    temporary_name.push(format!(".{random_part}.tmp"));
+    temporary_name
+}
+
 impl Temporary {
+    /// Creates the temporary with `O_CREAT | O_EXCL` and the permission bits `permissions` from
+    /// the start (less the umask): its content is never readable by more people than the file it
+    /// replaces.
     fn create(
         directory: &Path,
         file_name: &OsStr,
+        permissions: u32,
         names: &mut dyn Iterator<Item = String>,
     ) -> io::Result<Temporary> {
         for random_part in names.take(TEMPORARY_NAME_ATTEMPTS) {
-            let mut temporary_name = OsString::from(".");
-            temporary_name.push(file_name);
-            temporary_name.push(format!(".{random_part}.tmp"));
-            let path = directory.join(temporary_name);
+            let path = directory.join(temporary_name(file_name, &random_part));
             match OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .mode(0o666)
+                .mode(permissions & 0o777)
                 .open(&path)
             {
                 Ok(file) => {
@@ -278,16 +544,10 @@ impl Temporary {
             .ok_or_else(|| io::Error::other("the temporary file is closed"))
     }
 
-    fn write_synced(&mut self, bytes: &[u8]) -> io::Result<()> {
-        let file = self.file()?;
-        file.write_all(bytes)?;
-        file.sync_all()
-    }
-
-    fn remove(mut self) -> io::Result<()> {
+    /// The temporary name is gone (renamed over the target): nothing is left to remove.
+    fn renamed(mut self) {
         self.file = None;
-        let path = std::mem::take(&mut self.path);
-        fs::remove_file(path)
+        self.path = PathBuf::new();
     }
 }
 
@@ -308,61 +568,6 @@ fn split_target(target: &Path) -> io::Result<(&Path, &OsStr)> {
         )
     })?;
     Ok((directory_of(target), file_name))
-}
-
-fn replace_atomically(
-    target: &Path,
-    bytes: &[u8],
-    existing: Option<&Metadata>,
-    names: &mut dyn Iterator<Item = String>,
-) -> io::Result<()> {
-    let (directory, file_name) = split_target(target)?;
-    let mut temporary = Temporary::create(directory, file_name, names)?;
-    temporary.write_synced(bytes)?;
-    if let Some(existing) = existing {
-        let file = temporary.file()?;
-        // Owner first: changing the owner may clear set-id bits that the mode then restores.
-        let _ = std::os::unix::fs::fchown(&*file, Some(existing.uid()), Some(existing.gid()));
-        file.set_permissions(fs::Permissions::from_mode(existing.mode() & 0o7777))?;
-    }
-    fs::rename(&temporary.path, target)?;
-    // The temporary name is gone: nothing left to remove.
-    temporary.file = None;
-    temporary.path = PathBuf::new();
-    if let Ok(directory_file) = File::open(directory) {
-        let _ = directory_file.sync_all();
-    }
-    Ok(())
-}
-
-fn rewrite_in_place(
-    target: &Path,
-    bytes: &[u8],
-    metadata: &Metadata,
-    names: &mut dyn Iterator<Item = String>,
-) -> io::Result<()> {
-    let mut file = OpenOptions::new().read(true).write(true).open(target)?;
-    same_file(&file, metadata)?;
-    let mut old_content = Vec::new();
-    file.read_to_end(&mut old_content)?;
-    // A trial write of the new content: a full disk or a read-only file system shows here,
-    // before the file is touched. The trial is removed first so that its space is free again.
-    let (directory, file_name) = split_target(target)?;
-    let mut trial = Temporary::create(directory, file_name, names)?;
-    trial.write_synced(bytes)?;
-    trial.remove()?;
-    let written = overwrite(&mut file, bytes);
-    if written.is_err() {
-        let _ = overwrite(&mut file, &old_content);
-    }
-    written
-}
-
-fn overwrite(file: &mut File, bytes: &[u8]) -> io::Result<()> {
-    file.set_len(0)?;
-    file.seek(SeekFrom::Start(0))?;
-    file.write_all(bytes)?;
-    file.sync_all()
 }
 
 /// Reads the file at `path`, but never more than `max_bytes + 1` bytes: a longer input (or a
@@ -424,7 +629,73 @@ fn human_bytes(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{human_bytes, limit_text};
+    use std::ffi::OsStr;
+    use std::fs;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+
+    use super::{Temporary, human_bytes, limit_text, temporary_name};
+
+    #[test]
+    fn a_temporary_has_the_final_permissions_from_its_creation() {
+        let directory =
+            std::env::temp_dir().join(format!("torchscan-files-unit-mode-{}", std::process::id()));
+        fs::create_dir_all(&directory).expect("scratch directory");
+        for permissions in [0o600, 0o640, 0o400] {
+            let mut names = std::iter::once(format!("{permissions:o}"));
+            let temporary =
+                Temporary::create(&directory, OsStr::new("out.json"), permissions, &mut names)
+                    .expect("create");
+            // Nothing has been written and no chmod has run: this is the mode `open` gave it.
+            let metadata = fs::symlink_metadata(&temporary.path).expect("stat");
+            assert_eq!(
+                metadata.mode() & 0o7777,
+                permissions,
+                "{:o}",
+                metadata.mode()
+            );
+            assert_eq!(metadata.len(), 0);
+            drop(temporary);
+        }
+        let mut names = std::iter::once("new".to_owned());
+        let temporary = Temporary::create(&directory, OsStr::new("new.json"), 0o666, &mut names)
+            .expect("create");
+        let mode = fs::symlink_metadata(&temporary.path).expect("stat").mode();
+        drop(temporary);
+        let umask_probe = directory.join("umask-probe");
+        fs::write(&umask_probe, b"").expect("probe");
+        // A new file gets what any new file gets: 0o666 less the umask.
+        assert_eq!(
+            mode & 0o7777,
+            fs::metadata(&umask_probe)
+                .expect("stat")
+                .permissions()
+                .mode()
+                & 0o7777
+        );
+        let _ = fs::remove_dir_all(&directory);
+    }
+
+    #[test]
+    fn temporary_names_stay_short_whatever_the_target_name() {
+        let part = "0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            temporary_name(OsStr::new("out.json"), part),
+            OsStr::new(".out.json.0123456789abcdef0123456789abcdef.tmp")
+        );
+        let long = "n".repeat(255);
+        let name = temporary_name(OsStr::new(&long), part);
+        assert_eq!(name.len(), 1 + 32 + 1 + 32 + 4);
+        assert!(name.as_bytes().starts_with(&[b'.'; 1]));
+        // A UTF-8 name is cut at a character boundary: 31 bytes of `a` and a 2-byte `é` at
+        // bytes 31..33 keep only the `a`s.
+        let accented = format!("{}é{}", "a".repeat(31), "b".repeat(100));
+        let name = temporary_name(OsStr::new(&accented), part);
+        assert_eq!(name, OsStr::new(&format!(".{}.{part}.tmp", "a".repeat(31))));
+        // A name that is not UTF-8 is cut at 32 bytes.
+        let raw = OsStr::from_bytes(&[0xff; 40]);
+        assert_eq!(temporary_name(raw, part).len(), 70);
+    }
 
     #[test]
     fn limits_read_as_people_say_them() {

@@ -1,15 +1,20 @@
 //! The one writer and the bounded reader on every kind of node: regular files (new, 0600, hard
-//! linked), symlinks (chains, dangling, loops), FIFOs, devices, sockets, directories, a missing
+//! linked, read-only, a 255-byte name), symlinks (chains, dangling, loops), magic links of
+//! `/proc/self/fd`, FIFOs (with and without a reader), devices, sockets, directories, a missing
 //! directory, a full and a read-only file system, and symlinks planted under every temporary name.
+//! Devices are `mknod` copies in a scratch directory: no test writes a real device.
 
+use std::collections::BTreeSet;
 use std::fs;
-use std::io::{ErrorKind, Read};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt, symlink};
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use torchscan_core::files::{
-    FileError, FileOperation, read_input, read_stream, write_output, write_output_with_names,
+    FileError, FileOperation, read_input, read_stream, write_output, write_output_interruptible,
+    write_output_observed, write_output_with_names,
 };
 
 /// A fresh directory under the system temporary directory, removed on drop.
@@ -128,6 +133,73 @@ fn a_hard_linked_file_gets_the_new_content_under_every_name() {
 }
 
 #[test]
+fn a_hard_linked_file_grows_and_shrinks_in_place_to_exactly_the_new_content() {
+    let scratch = Scratch::new("hardlink-sizes");
+    let first = scratch.join("first.json");
+    let second = scratch.join("second.json");
+    fs::write(&first, b"0123456789").expect("seed");
+    fs::hard_link(&first, &second).expect("link");
+    let inode = fs::metadata(&first).expect("stat").ino();
+    for content in [
+        &b"a much longer new content"[..],
+        b"tiny",
+        b"",
+        b"0123456789",
+    ] {
+        write_output(&second, content).expect("write");
+        assert_eq!(fs::read(&first).expect("read"), content);
+        assert_eq!(fs::metadata(&first).expect("stat").ino(), inode);
+    }
+    assert_eq!(temporaries(&scratch.0), Vec::<String>::new());
+}
+
+#[test]
+fn a_read_only_hard_linked_file_is_written_as_opening_it_for_writing_allows() {
+    let scratch = Scratch::new("hardlink-readonly");
+    let first = scratch.join("first.json");
+    let second = scratch.join("second.json");
+    fs::write(&first, b"old").expect("seed");
+    fs::hard_link(&first, &second).expect("link");
+    fs::set_permissions(&first, fs::Permissions::from_mode(0o444)).expect("chmod");
+    let may_open = fs::OpenOptions::new().write(true).open(&first).is_ok();
+    let outcome = write_output(&first, b"new");
+    if may_open {
+        // Root (CAP_DAC_OVERRIDE): `>` succeeds, and so does the writer, in place.
+        outcome.expect("opening for writing is allowed");
+        assert_eq!(fs::read(&second).expect("read"), b"new");
+    } else {
+        let error = outcome.expect_err("opening for writing is refused");
+        assert_names(&error, &first);
+        assert_eq!(error.kind(), ErrorKind::PermissionDenied);
+        assert_eq!(fs::read(&second).expect("read"), b"old");
+    }
+    let metadata = fs::metadata(&second).expect("stat");
+    assert_eq!(metadata.mode() & 0o7777, 0o444);
+    assert_eq!(metadata.nlink(), 2);
+    assert_eq!(temporaries(&scratch.0), Vec::<String>::new());
+}
+
+#[test]
+fn a_255_byte_name_is_replaced_atomically() {
+    let scratch = Scratch::new("longname");
+    for length in [240, 255] {
+        let target = scratch.join(&"n".repeat(length));
+        write_output(&target, b"first").expect("create");
+        let inode = fs::metadata(&target).expect("stat").ino();
+        write_output(&target, b"second").expect("replace");
+        assert_eq!(fs::read(&target).expect("read"), b"second");
+        assert_ne!(fs::metadata(&target).expect("stat").ino(), inode);
+    }
+    // One byte past NAME_MAX is the OS's error, naming the path.
+    let too_long = scratch.join(&"n".repeat(256));
+    let error = write_output(&too_long, b"x").expect_err("NAME_MAX");
+    assert_names(&error, &too_long);
+    let source = &FileError::of(&error).expect("path").source;
+    assert_eq!(source.raw_os_error(), Some(36), "ENAMETOOLONG: {error}");
+    assert_eq!(temporaries(&scratch.0), Vec::<String>::new());
+}
+
+#[test]
 fn a_symlink_is_written_through_and_stays_a_link() {
     let scratch = Scratch::new("symlink");
     fs::create_dir(scratch.join("real")).expect("mkdir");
@@ -229,27 +301,17 @@ fn a_fifo_is_written_directly_and_stays_a_fifo() {
 }
 
 #[test]
-fn dev_null_and_a_copy_of_it_are_written_and_never_replaced() {
-    write_output(Path::new("/dev/null"), b"discarded").expect("write /dev/null");
-    assert!(
-        fs::symlink_metadata("/dev/null")
-            .expect("lstat")
-            .file_type()
-            .is_char_device()
-    );
+fn a_copy_of_dev_null_is_written_and_never_replaced() {
     let scratch = Scratch::new("null");
     let null = scratch.join("null");
     if !mknod(&null, "c", 1, 3) {
-        eprintln!("skipped the mknod copy of /dev/null: mknod is not permitted here");
+        eprintln!("skipped: mknod is not permitted here");
         return;
     }
     write_output(&null, b"discarded").expect("write the copy");
     let metadata = fs::symlink_metadata(&null).expect("lstat");
     assert!(metadata.file_type().is_char_device());
-    assert_eq!(
-        metadata.rdev(),
-        fs::metadata("/dev/null").expect("stat").rdev()
-    );
+    assert_eq!(metadata.rdev(), 0x103, "still character device 1, 3");
     assert_eq!(temporaries(&scratch.0), Vec::<String>::new());
 }
 
@@ -339,65 +401,220 @@ fn assert_victims_untouched(victims: &[PathBuf]) {
 
 #[test]
 fn planted_symlinks_under_every_name_are_never_followed() {
-    for hard_linked in [false, true] {
-        let scratch = Scratch::new("planted");
-        let target = scratch.join("out.json");
-        fs::write(&target, b"old").expect("seed");
-        if hard_linked {
-            fs::hard_link(&target, scratch.join("other-name")).expect("link");
-        }
-        let parts = ["aaaa", "bbbb", "cccc"];
-        let victims = plant(&scratch, "out.json", &parts);
+    let scratch = Scratch::new("planted");
+    let target = scratch.join("out.json");
+    fs::write(&target, b"old").expect("seed");
+    let parts = ["aaaa", "bbbb", "cccc"];
+    let victims = plant(&scratch, "out.json", &parts);
 
-        // Every name is taken: the write fails cleanly.
-        let mut names = parts.iter().map(|part| (*part).to_owned());
-        let error = write_output_with_names(&target, b"new", &mut names)
-            .expect_err("no free temporary name");
-        assert_names(&error, &target);
-        assert_eq!(error.kind(), ErrorKind::AlreadyExists);
-        assert_eq!(fs::read(&target).expect("read"), b"old");
-        assert_victims_untouched(&victims);
+    // Every name is taken: the write fails cleanly.
+    let mut names = parts.iter().map(|part| (*part).to_owned());
+    let error =
+        write_output_with_names(&target, b"new", &mut names).expect_err("no free temporary name");
+    assert_names(&error, &target);
+    assert_eq!(error.kind(), ErrorKind::AlreadyExists);
+    assert_eq!(fs::read(&target).expect("read"), b"old");
+    assert_victims_untouched(&victims);
 
-        // One more name is free: the write succeeds, still without touching a victim.
-        let mut names = parts
-            .iter()
-            .map(|part| (*part).to_owned())
-            .chain(["dddd".to_owned()]);
-        write_output_with_names(&target, b"new", &mut names).expect("the fourth name is free");
-        assert_eq!(fs::read(&target).expect("read"), b"new");
-        assert_victims_untouched(&victims);
-        for part in parts {
-            let planted = scratch.join(&format!(".out.json.{part}.tmp"));
-            assert!(
-                fs::symlink_metadata(&planted)
-                    .expect("planted link is still there")
-                    .file_type()
-                    .is_symlink()
-            );
-        }
-        assert!(!scratch.join(".out.json.dddd.tmp").exists());
+    // One more name is free: the write succeeds, still without touching a victim.
+    let mut names = parts
+        .iter()
+        .map(|part| (*part).to_owned())
+        .chain(["dddd".to_owned()]);
+    write_output_with_names(&target, b"new", &mut names).expect("the fourth name is free");
+    assert_eq!(fs::read(&target).expect("read"), b"new");
+    assert_victims_untouched(&victims);
+    for part in parts {
+        let planted = scratch.join(&format!(".out.json.{part}.tmp"));
+        assert!(
+            fs::symlink_metadata(&planted)
+                .expect("planted link is still there")
+                .file_type()
+                .is_symlink()
+        );
     }
+    assert!(!scratch.join(".out.json.dddd.tmp").exists());
+}
+
+#[test]
+fn a_hard_linked_file_needs_no_temporary_name_and_follows_no_planted_link() {
+    let scratch = Scratch::new("planted-hardlink");
+    let target = scratch.join("out.json");
+    fs::write(&target, b"old").expect("seed");
+    fs::hard_link(&target, scratch.join("other-name")).expect("link");
+    let parts = ["aaaa", "bbbb"];
+    let victims = plant(&scratch, "out.json", &parts);
+    // Even with no name to offer, the in-place write succeeds: it creates no temporary.
+    write_output_with_names(&target, b"new", &mut std::iter::empty()).expect("in place");
+    assert_eq!(fs::read(scratch.join("other-name")).expect("read"), b"new");
+    assert_victims_untouched(&victims);
 }
 
 #[test]
 fn temporary_names_differ_between_writes() {
     let scratch = Scratch::new("names");
     let target = scratch.join("out.json");
-    // Plant a symlink under a name of the default source: with 128 random bits it is never hit,
-    // and two writes never reuse a name (each write leaves no temporary behind).
-    symlink(
-        "/nonexistent",
-        scratch.join(".out.json.0000000000000000.tmp"),
-    )
-    .expect("plant");
+    let mut seen = Vec::new();
     for round in 0..50u32 {
-        write_output(&target, round.to_string().as_bytes()).expect("write");
+        write_output_observed(&target, round.to_string().as_bytes(), &mut |temporary| {
+            seen.push(temporary.to_path_buf());
+        })
+        .expect("write");
     }
     assert_eq!(fs::read_to_string(&target).expect("read"), "49");
+    assert_eq!(seen.len(), 50, "one temporary per write");
+    let names: BTreeSet<String> = seen
+        .iter()
+        .map(|path| {
+            assert_eq!(path.parent(), Some(scratch.0.as_path()));
+            let name = path
+                .file_name()
+                .and_then(|name| name.to_str())
+                .expect("name");
+            let random_part = name
+                .strip_prefix(".out.json.")
+                .and_then(|rest| rest.strip_suffix(".tmp"))
+                .expect("the .NAME.<random>.tmp form");
+            assert_eq!(random_part.len(), 32, "{name}");
+            assert!(
+                random_part.bytes().all(|byte| byte.is_ascii_hexdigit()),
+                "{name}"
+            );
+            name.to_owned()
+        })
+        .collect();
     assert_eq!(
-        temporaries(&scratch.0),
-        vec![".out.json.0000000000000000.tmp".to_owned()]
+        names.len(),
+        50,
+        "every write picked a name of its own: {names:?}"
     );
+    assert_eq!(temporaries(&scratch.0), Vec::<String>::new());
+}
+
+#[test]
+fn a_fifo_without_a_reader_waits_and_asks_whether_to_stop() {
+    let scratch = Scratch::new("fifo-waits");
+    let fifo = scratch.join("pipe");
+    mkfifo(&fifo);
+    let mut asked = 0;
+    let error = write_output_interruptible(&fifo, b"nobody reads", &mut || {
+        asked += 1;
+        if asked < 5 {
+            Ok(())
+        } else {
+            Err(std::io::Error::new(
+                ErrorKind::Interrupted,
+                "stopped by the test",
+            ))
+        }
+    })
+    .expect_err("the wait is stopped");
+    assert_eq!(asked, 5);
+    assert_names(&error, &fifo);
+    assert_eq!(error.kind(), ErrorKind::Interrupted);
+    assert!(
+        fs::symlink_metadata(&fifo)
+            .expect("lstat")
+            .file_type()
+            .is_fifo()
+    );
+    assert_eq!(temporaries(&scratch.0), Vec::<String>::new());
+}
+
+#[test]
+fn a_fifo_whose_reader_stops_reading_asks_whether_to_stop() {
+    let scratch = Scratch::new("fifo-stalls");
+    let fifo = scratch.join("pipe");
+    mkfifo(&fifo);
+    // A reader that opens the FIFO and never reads: 4 MiB cannot fit in its buffer.
+    let reader = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(0o4000) // O_NONBLOCK: open without waiting for a writer
+        .open(&fifo)
+        .expect("open the read end");
+    let mut asked = 0;
+    let error = write_output_interruptible(&fifo, &vec![b'x'; 4 << 20], &mut || {
+        asked += 1;
+        if asked < 3 {
+            Ok(())
+        } else {
+            Err(std::io::Error::new(
+                ErrorKind::Interrupted,
+                "stopped by the test",
+            ))
+        }
+    })
+    .expect_err("the stalled write is stopped");
+    assert_eq!(asked, 3);
+    assert_eq!(error.kind(), ErrorKind::Interrupted);
+    drop(reader);
+}
+
+/// A file opened for appending, as the shell opens `>> log`, and its `/proc/self/fd` link.
+fn opened_for_append(path: &Path) -> (fs::File, PathBuf) {
+    let file = fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .expect("open for append");
+    let link = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    (file, link)
+}
+
+#[test]
+fn a_proc_fd_link_to_a_pipe_is_written_through() {
+    let (mut reader, writer) = std::io::pipe().expect("pipe");
+    let link = PathBuf::from(format!("/proc/self/fd/{}", writer.as_raw_fd()));
+    // Its text is `pipe:[INODE]`, which is no path at all.
+    let text = fs::read_link(&link).expect("readlink");
+    assert!(text.to_string_lossy().starts_with("pipe:["), "{text:?}");
+    write_output(&link, b"through the pipe").expect("write");
+    drop(writer);
+    let mut received = Vec::new();
+    reader.read_to_end(&mut received).expect("read");
+    assert_eq!(received, b"through the pipe");
+}
+
+#[test]
+fn a_proc_fd_link_to_a_file_open_for_append_is_written_in_place_as_shell_redirection() {
+    let scratch = Scratch::new("proc-append");
+    let log = scratch.join("log.txt");
+    fs::write(&log, b"old line\n").expect("seed");
+    let inode = fs::metadata(&log).expect("stat").ino();
+    let (mut appender, link) = opened_for_append(&log);
+    write_output(&link, b"new content\n").expect("write");
+    // `> /proc/self/fd/N`: truncated and written from the start, the same inode.
+    assert_eq!(fs::read(&log).expect("read"), b"new content\n");
+    assert_eq!(fs::metadata(&log).expect("stat").ino(), inode);
+    // The appending descriptor still writes to the file everyone sees, after the new content.
+    appender.write_all(b"appended\n").expect("append");
+    assert_eq!(fs::read(&log).expect("read"), b"new content\nappended\n");
+    assert_eq!(temporaries(&scratch.0), Vec::<String>::new());
+}
+
+#[test]
+fn a_proc_fd_link_to_a_deleted_file_writes_that_file_and_creates_nothing() {
+    let scratch = Scratch::new("proc-deleted");
+    let log = scratch.join("log.txt");
+    fs::write(&log, b"old").expect("seed");
+    let (appender, link) = opened_for_append(&log);
+    fs::remove_file(&log).expect("unlink");
+    // The link text is now `.../log.txt (deleted)`. A file planted under that name must not be
+    // what gets written: the kernel's file and the text's file differ by inode.
+    let planted = scratch.join("log.txt (deleted)");
+    assert_eq!(fs::read_link(&link).expect("readlink"), planted);
+    fs::write(&planted, b"planted").expect("plant");
+    write_output(&link, b"new").expect("write");
+    assert_eq!(fs::read(&planted).expect("read"), b"planted");
+    let mut through_descriptor = Vec::new();
+    fs::File::open(&link)
+        .and_then(|mut file| file.read_to_end(&mut through_descriptor))
+        .expect("read back through the link");
+    assert_eq!(through_descriptor, b"new");
+    fs::remove_file(&planted).expect("remove the planted file");
+    write_output(&link, b"newer").expect("write again, nothing under the text's name");
+    assert!(!planted.exists(), "the link text's name is never created");
+    drop(appender);
+    assert_eq!(temporaries(&scratch.0), Vec::<String>::new());
 }
 
 /// A tmpfs mounted in a scratch directory, unmounted on drop.

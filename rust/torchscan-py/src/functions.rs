@@ -168,9 +168,10 @@ fn block_timing(
 }
 
 /// Runs the `torchscan-report` command line with `argv` (program name first); returns the exit code.
+/// Ctrl-C acts as on the binary (see `files::with_default_sigint`).
 #[pyfunction]
-fn cli_main(py: Python<'_>, argv: Vec<String>) -> i32 {
-    py.detach(|| torchscan_report::main_with_args(argv))
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
+    crate::files::with_default_sigint(py, || torchscan_report::main_with_args(argv))
 }
 
 /// Adds the functions to the module.
