@@ -851,6 +851,9 @@ def test_a_mutated_module_level_instance_runs_as_mutated(
     # that is what the child must run (before, it ran the import-time object: 600 MiB).
     write_module(tmp_path, "ts_child_stateful", STATEFUL)
     monkeypatch.syspath_prepend(str(tmp_path))
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     module = importlib.import_module("ts_child_stateful")
     try:
         module.work.size_mib = 10
@@ -864,6 +867,7 @@ def test_a_mutated_module_level_instance_runs_as_mutated(
     assert result.diagnostics == []
     increment_b = workload_increment_b(result)
     assert 8 * MIB <= increment_b < 100 * MIB
+    assert list(private_tmp.iterdir()) == []  # the pickle's file is removed
 
 
 def test_a_mutated_instance_loaded_from_a_file_runs_as_mutated(
@@ -885,6 +889,9 @@ def test_an_instance_that_cannot_be_pickled_is_refused(
 ) -> None:
     write_module(tmp_path, "ts_child_unpicklable", STATEFUL)
     monkeypatch.syspath_prepend(str(tmp_path))
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private_tmp))
     module = importlib.import_module("ts_child_unpicklable")
     try:
         module.work.size_mib = 10
@@ -899,7 +906,7 @@ def test_an_instance_that_cannot_be_pickled_is_refused(
         "pickled (TypeError: cannot pickle '_thread.lock' object). Make the object picklable, or "
         "build it inside a module-level function and pass that function"
     ) in message
-    assert not list(Path(tempfile.gettempdir()).glob("torchscan-rss-*.pickle"))
+    assert list(private_tmp.iterdir()) == []  # the partial pickle's file is removed
 
 
 def test_state_that_refers_to_the_main_script_is_refused(tmp_path: Path) -> None:
