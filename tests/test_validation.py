@@ -36,6 +36,13 @@ def test_valid_fixture_passes_as_mapping_text_and_path(path: Path) -> None:
     assert validate_report(str(path)) == report["kind"]
 
 
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        raise ValueError("a key given twice")
+    return dict(pairs)
+
+
 @pytest.mark.parametrize("path", INVALID, ids=lambda p: p.name)
 def test_invalid_fixture_is_rejected_at_its_defect(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
@@ -43,12 +50,11 @@ def test_invalid_fixture_is_rejected_at_its_defect(path: Path) -> None:
         validate_report(text)
     paths = [problem_path for problem_path, _ in caught.value.problems]
     assert expected_invalid_paths()[path.name] in paths
-    # A fixture that Python's json module can load gives the same problems as a mapping.
+    # A fixture that Python's json module can load (without a key given twice, which json.loads
+    # would drop) gives the same problems as a value, whatever its JSON type.
     try:
-        report = json.loads(text)
-    except json.JSONDecodeError:
-        return
-    if not isinstance(report, dict):
+        report = json.loads(text, object_pairs_hook=_unique_keys)
+    except ValueError:
         return
     with pytest.raises(ReportValidationError) as caught_mapping:
         validate_report(report)
@@ -136,7 +142,9 @@ def test_errors_are_torchscan_errors_and_value_errors() -> None:
 
 def test_wrong_argument_type_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="a report is a mapping"):
-        validate_report(42)  # type: ignore[arg-type]
+        validate_report(object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got set"):
+        validate_report({1, 2})  # type: ignore[arg-type]
 
 
 def test_validation_error_pickles_with_its_problems() -> None:

@@ -33,8 +33,8 @@ def compare_reports(before: ReportInput, after: ReportInput) -> ReportDiff:
     """Compare two analyses of a model; return the ``report_diff`` report.
 
     ``before`` and ``after`` are each an ``analysis`` report as a mapping (as torchscan's functions
-    return it), JSON text (``str`` or UTF-8 ``bytes``) or a path object (``os.PathLike``; a plain
-    ``str`` is JSON text, not a file name).
+    return it), JSON text (``str`` or UTF-8 ``bytes``) or a file (a path object, or a ``str`` that
+    is not JSON text; see :func:`~torchscan.validation.report_json`).
 
     Each model-wide total of the analysis report (parameters, buffers, storage bytes, module
     FLOPs/MACs/DMAs and operator FLOPs) is compared with the weaker status of the two sides, in

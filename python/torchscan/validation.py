@@ -2,32 +2,165 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import re
 import sys
 from collections.abc import Mapping
 from typing import Any
 
 from . import _core
 from ._arguments import check_integer
-from .errors import ReportValidationError
+from .errors import InvalidArgumentError, ReportValidationError
 
-__all__ = ["format_summary", "report_json", "validate_report"]
+__all__ = [
+    "DEFAULT_MAX_INPUT_BYTES",
+    "MAX_INPUT_BYTES_VARIABLE",
+    "MAX_NESTING_DEPTH",
+    "format_summary",
+    "max_input_bytes",
+    "report_json",
+    "validate_report",
+]
 
 ReportInput = Mapping[str, Any] | str | bytes | os.PathLike[str]
+"""What the functions that read a report accept (other JSON values are rejected as invalid)."""
+
+MAX_INPUT_BYTES_VARIABLE = "TORCHSCAN_MAX_INPUT_BYTES"
+"""The environment variable that changes the size limit of report files (bytes, at least 1)."""
+
+DEFAULT_MAX_INPUT_BYTES = 1 << 30
+"""Report files longer than this (1 GiB) are refused unless the environment variable says more."""
+
+MAX_NESTING_DEPTH = 127
+"""The deepest nesting of objects and arrays a report may have, the root object counting as one."""
+
+# A str this long, or with a line break or NUL, is JSON text, never a file name.
+_MAX_PATH_CHARS = 4096
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_ESCAPED = {
+    code: f"\\u{code:04x}"
+    for code in (
+        *range(0x20),
+        *range(0x7F, 0xA0),
+        0x061C,
+        0x200E,
+        0x200F,
+        *range(0x2028, 0x202F),
+        *range(0x2066, 0x206A),
+    )
+}
+
+
+def max_input_bytes() -> int:
+    """The size limit of report files: ``TORCHSCAN_MAX_INPUT_BYTES`` when set, else 1 GiB.
+
+    The variable is read at each call, and must be a whole number of bytes, at least 1, or
+    :class:`~torchscan.InvalidArgumentError` names it. ``torchscan-report`` reads the same variable.
+    """
+    value = os.environ.get(MAX_INPUT_BYTES_VARIABLE)
+    if value is None:
+        return DEFAULT_MAX_INPUT_BYTES
+    text = value.strip()
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise InvalidArgumentError(
+            f"invalid {MAX_INPUT_BYTES_VARIABLE} value {value!r}: expected a whole number of "
+            "bytes, at least 1"
+        )
+    return int(text)
+
+
+def _read_text(path: str | os.PathLike[str]) -> str:
+    """The UTF-8 text of a report file, read up to the size limit."""
+    limit = max_input_bytes()
+    try:
+        data = _core.read_file(path, max_bytes=limit)
+    except OSError as error:
+        if error.errno == errno.EFBIG:
+            raise OSError(
+                errno.EFBIG,
+                f"larger than the limit of {limit} bytes; raise it with the environment variable "
+                f"{MAX_INPUT_BYTES_VARIABLE}",
+                os.fsdecode(path),
+            ) from None
+        raise
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        name = _display(os.fsdecode(path))
+        raise ReportValidationError(
+            [("$", f"{name} is not UTF-8 text: byte {error.start} is {data[error.start]:#04x}")]
+        ) from None
+
+
+def _display(text: str) -> str:
+    """``text`` with control and bidirectional formatting characters escaped, as the core does."""
+    return text.translate(_ESCAPED)
+
+
+def _key_path(path: str, key: str) -> str:
+    if _PLAIN_KEY.match(key):
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def _value_problems(report: object) -> list[tuple[str, str]]:
+    """Keys that are not strings, and nesting past the limit, each with its JSON path.
+
+    ``json.dumps`` would write an ``int`` key as a string, silently, and fail with
+    ``RecursionError`` on deep or circular nesting: both are found here first, without recursion.
+    """
+    problems: list[tuple[str, str]] = []
+    stack: list[tuple[object, str, int]] = [(report, "$", 1)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, Mapping):
+            items: list[tuple[str, object]] = []
+            for key, item in value.items():
+                if isinstance(key, str):
+                    items.append((_key_path(path, key), item))
+                else:
+                    problems.append((path, f"a key is {type(key).__name__} {key!r}, not a string"))
+        elif isinstance(value, (list, tuple)):
+            items = [(f"{path}[{index}]", item) for index, item in enumerate(value)]
+        else:
+            continue
+        if depth > MAX_NESTING_DEPTH:
+            problems.append(
+                (
+                    path,
+                    f"nested too deeply: a report nests at most {MAX_NESTING_DEPTH} arrays and "
+                    "objects (the root object counts as one)",
+                )
+            )
+            continue
+        stack.extend((child, child_path, depth + 1) for child_path, child in reversed(items))
+    return [(_display(path), _display(message)) for path, message in problems]
+
+
+def _looks_like_path(text: str) -> bool:
+    return bool(text) and len(text) <= _MAX_PATH_CHARS and not any(c in text for c in "\n\r\0")
 
 
 def report_json(report: ReportInput) -> str:
     """Return the JSON text of ``report``: a mapping, JSON text (``str``/``bytes``) or a file path.
 
-    A ``str`` that is not JSON text but names an existing file is read as that file.
+    A path object (``os.PathLike``) is always a file. A ``str`` that starts with ``{`` or ``[``
+    (after white space) is JSON text; another ``str`` is a file name when such a file exists, or
+    when it is not JSON text either (so a missing file raises :class:`FileNotFoundError`, never a
+    JSON error). Files are read up to the size limit (1 GiB, see :func:`max_input_bytes`); a file
+    that cannot be read raises the :class:`OSError` subclass naming it, and one that is not UTF-8
+    raises :class:`ReportValidationError`.
 
     Non-finite floats are written as ``NaN``/``Infinity`` so that the validator can point at them.
-    Raises :class:`ReportValidationError` when a mapping cannot be serialized to JSON.
+    Another JSON value (a list, a number, ``None``) is written as JSON too, so that the validator
+    rejects it as a value that is not an object. A key that is not a string, nesting deeper than
+    127 levels (a cycle included), or a value JSON cannot hold raises
+    :class:`ReportValidationError`; an argument of another type raises :class:`TypeError`.
     """
     if isinstance(report, os.PathLike):
-        with open(report, encoding="utf-8") as handle:
-            return handle.read()
+        return _read_text(report)
     if isinstance(report, bytes):
         try:
             return report.decode("utf-8")
@@ -35,16 +168,27 @@ def report_json(report: ReportInput) -> str:
             raise ReportValidationError([("$", f"not UTF-8 text: {error}")]) from None
     if isinstance(report, str):
         stripped = report.lstrip()
-        if stripped[:1] not in ("{", "[") and stripped and os.path.isfile(report):
-            # A path given as a string: JSON text always starts with an object or array here.
-            with open(report, encoding="utf-8") as handle:
-                return handle.read()
+        if stripped[:1] in ("{", "[") or not _looks_like_path(report):
+            return report
+        if os.path.lexists(report):
+            return _read_text(report)
+        try:
+            json.loads(report)
+        except ValueError:
+            # Neither JSON text nor an existing file: a file name that is missing.
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), report) from None
         return report
-    if isinstance(report, Mapping):
+    if report is None or isinstance(report, (Mapping, list, tuple, int, float)):
+        # Any JSON value (``json.load`` gives these): one that is not an object is an invalid
+        # report, as on the command line.
+        problems = _value_problems(report)
+        if problems:
+            raise ReportValidationError(problems)
         try:
             return json.dumps(report, allow_nan=True)
-        except (TypeError, ValueError) as error:
-            raise ReportValidationError([("$", f"not JSON-serializable: {error}")]) from None
+        except (TypeError, ValueError, OverflowError, RecursionError) as error:
+            message = _display(f"not JSON-serializable: {error}")
+            raise ReportValidationError([("$", message)]) from None
     raise TypeError(
         "a report is a mapping (as returned by torchscan), JSON text, or a path to a JSON file; "
         f"got {type(report).__name__}"
