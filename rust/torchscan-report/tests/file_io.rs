@@ -1,9 +1,12 @@
-//! The binary's file I/O: `-o` on every kind of node, standard output that cannot be written, and
-//! inputs that cannot be read, are too large or are not text. Exit codes and the one-line messages.
+//! The binary's file I/O: `-o` on every kind of node (devices are `mknod` copies in a scratch
+//! directory, never the real ones), `/dev/stdout`, a FIFO nobody reads and Ctrl-C, standard output
+//! that cannot be written, and inputs that cannot be read, are too large or are not text. Exit
+//! codes and the one-line messages.
 
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt, symlink};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -212,13 +215,15 @@ fn o_keeps_modes_hard_links_and_symlinks() {
     symlink("target.html", &link).expect("symlink");
     let dangling = scratch.join("dangling.html");
     symlink("created.html", &dangling).expect("symlink");
-    for output in [
-        &secret,
-        &first,
-        &link,
-        &dangling,
-        &PathBuf::from("/dev/null"),
-    ] {
+    let null = scratch.join("null");
+    let mut outputs = vec![&secret, &first, &link, &dangling];
+    let null_made = mknod(&null, 1, 3);
+    if null_made {
+        outputs.push(&null);
+    } else {
+        eprintln!("skipped the copy of /dev/null: mknod is not permitted here");
+    }
+    for output in outputs {
         let result = run(&["render", &report(), "-o", &output.display().to_string()]);
         assert_eq!(result.status.code(), Some(0), "{}", output.display());
     }
@@ -238,12 +243,169 @@ fn o_keeps_modes_hard_links_and_symlinks() {
     );
     assert_eq!(fs::read(&target).expect("read"), page);
     assert_eq!(fs::read(scratch.join("created.html")).expect("read"), page);
+    if null_made {
+        let metadata = fs::symlink_metadata(&null).expect("lstat");
+        assert!(metadata.file_type().is_char_device());
+        assert_eq!(metadata.rdev(), 0x103, "still character device 1, 3");
+    }
+    assert_eq!(scratch.temporaries(), Vec::<String>::new());
+}
+
+#[test]
+fn o_dev_stdout_reaches_a_pipe_on_stdout() {
+    // /dev/stdout -> /proc/self/fd/1 -> `pipe:[INODE]`: a magic link, not a path.
+    let output = run(&["render", &report(), "-o", "/dev/stdout"]);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(output.stdout, rendered());
+    assert!(output.stderr.is_empty());
+}
+
+#[test]
+fn o_dev_stdout_on_a_file_opened_for_append_rewrites_that_file_as_shell_redirection() {
+    let scratch = Scratch::new("stdout-append");
+    let log = scratch.join("log.html");
+    fs::write(&log, "old line\n").expect("seed");
+    let inode = fs::metadata(&log).expect("stat").ino();
+    let appender = fs::OpenOptions::new()
+        .append(true)
+        .open(&log)
+        .expect("open for append");
+    let output = run_with(
+        &["render", &report(), "-o", "/dev/stdout"],
+        Stdio::from(appender),
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0));
+    // `> /dev/stdout`: the same file, rewritten from its start.
+    assert_eq!(fs::read(&log).expect("read"), rendered());
+    assert_eq!(fs::metadata(&log).expect("stat").ino(), inode);
+    assert_eq!(scratch.temporaries(), Vec::<String>::new());
+}
+
+#[test]
+fn o_with_a_255_byte_name_is_written() {
+    let scratch = Scratch::new("long-name");
+    let target = scratch.join(&"r".repeat(255));
+    for _ in 0..2 {
+        let output = run(&["render", &report(), "-o", &target.display().to_string()]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    assert_eq!(fs::read(&target).expect("read"), rendered());
+    assert_eq!(scratch.temporaries(), Vec::<String>::new());
+}
+
+/// Waits until the process `pid` sleeps in the writer's wait for a FIFO reader (or, blocked in
+/// `open`, waits for a partner), as `/proc/PID/wchan` names it.
+fn wait_until_waiting_for_a_reader(pid: u32) {
+    let started = Instant::now();
+    loop {
+        let wchan = fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+        if ["hrtimer_nanosleep", "do_nanosleep", "wait_for_partner"].contains(&wchan.trim()) {
+            return;
+        }
+        assert!(
+            started.elapsed() < TIMEOUT,
+            "the writer never waited for a reader (wchan {wchan:?})"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn o_to_a_fifo_without_a_reader_waits_and_sigint_stops_it() {
+    let scratch = Scratch::new("fifo-sigint");
+    let fifo = scratch.join("pipe");
     assert!(
-        fs::symlink_metadata("/dev/null")
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo")
+            .success()
+    );
+    // `env --default-signal=INT`: SIGINT at its default action even when this test runs with
+    // SIGINT ignored (a background job), as a terminal's Ctrl-C would find it.
+    let mut child = Command::new("env")
+        .args(["--default-signal=INT", BINARY, "render", &report(), "-o"])
+        .arg(&fifo)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary starts");
+    wait_until_waiting_for_a_reader(child.id());
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(sent.success());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("SIGINT did not stop the writer in {TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert_eq!(status.signal(), Some(2), "killed by SIGINT: {status:?}");
+    assert!(
+        fs::symlink_metadata(&fifo)
             .expect("lstat")
             .file_type()
-            .is_char_device()
+            .is_fifo()
     );
+    assert_eq!(scratch.temporaries(), Vec::<String>::new());
+}
+
+#[test]
+fn o_to_a_read_only_hard_linked_file_is_permission_denied_for_another_user() {
+    let scratch = Scratch::new("readonly-hardlink");
+    fs::set_permissions(&scratch.0, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (first, second) = (scratch.join("first.html"), scratch.join("second.html"));
+    fs::write(&first, "old").expect("seed");
+    fs::hard_link(&first, &second).expect("link");
+    fs::set_permissions(&first, fs::Permissions::from_mode(0o444)).expect("chmod");
+    // As user `nobody` (65534), which may read but not write the file, as `>` finds it.
+    let output = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BINARY])
+        .args(["render", &report(), "-o"])
+        .arg(&first)
+        .stdin(Stdio::null())
+        .output();
+    let output = match output {
+        Ok(output)
+            if output.status.code() != Some(127) && !output.stderr.starts_with(b"setpriv") =>
+        {
+            output
+        }
+        _ => {
+            eprintln!("skipped: setpriv cannot switch to user nobody here");
+            return;
+        }
+    };
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr_line(&output),
+        format!(
+            "torchscan-report: cannot write {}: Permission denied (os error 13)",
+            first.display()
+        )
+    );
+    assert_eq!(fs::read(&second).expect("read"), b"old");
+    assert_eq!(fs::metadata(&second).expect("stat").nlink(), 2);
     assert_eq!(scratch.temporaries(), Vec::<String>::new());
 }
 
