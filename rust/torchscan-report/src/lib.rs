@@ -247,9 +247,15 @@ fn validate(
         }
     }
     let checked = files.len() - unreadable;
+    // Files that could not be read are counted apart: they are neither valid nor invalid.
+    let not_read = if unreadable > 0 {
+        format!("; {unreadable} could not be read")
+    } else {
+        String::new()
+    };
     writeln!(
         stderr,
-        "{checked} checked: {} valid, {invalid} invalid",
+        "{checked} checked: {} valid, {invalid} invalid{not_read}",
         checked - invalid
     )?;
     Ok(if unreadable > 0 {
