@@ -322,13 +322,7 @@ def _measure(arguments: argparse.Namespace) -> int:
     report = _run_user_code(
         lambda: measure_workload(
             workload,
-            device=arguments.device,
-            work_units=arguments.work_units,
-            work_unit=arguments.work_unit,
-            metrics=_metrics_of(arguments),
-            print_summary=False,
-            min_time_s=arguments.min_time,
-            max_time_s=_max_time(arguments),
+            **_timing_options(arguments),
         )
     )
     if arguments.json != "-":
@@ -336,6 +330,19 @@ def _measure(arguments: argparse.Namespace) -> int:
     if arguments.json is not None:
         _write_json(arguments.json, report)
     return 0
+
+
+def _timing_options(arguments: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments that ``measure`` and ``compare`` pass alike to the timing functions."""
+    return {
+        "device": arguments.device,
+        "work_units": arguments.work_units,
+        "work_unit": arguments.work_unit,
+        "metrics": _metrics_of(arguments),
+        "print_summary": False,
+        "min_time_s": arguments.min_time,
+        "max_time_s": _max_time(arguments),
+    }
 
 
 def _compare(arguments: argparse.Namespace) -> int:
@@ -369,13 +376,7 @@ def _compare(arguments: argparse.Namespace) -> int:
             rtol=arguments.rtol,
             atol=arguments.atol,
             equal_nan=arguments.equal_nan,
-            device=arguments.device,
-            work_units=arguments.work_units,
-            work_unit=arguments.work_unit,
-            metrics=_metrics_of(arguments),
-            print_summary=False,
-            min_time_s=arguments.min_time,
-            max_time_s=_max_time(arguments),
+            **_timing_options(arguments),
             min_effect=arguments.min_effect,
             seed=arguments.seed,
         )
