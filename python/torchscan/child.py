@@ -559,19 +559,23 @@ def _is_dead(state: str) -> bool:
     return state in ("Z", "X", "x")
 
 
-def _kill_tree(root_pid: int, deadline: float) -> None:
-    """SIGKILL ``root_pid`` and every process below it, descendants first.
+def _kill_tree(root_pid: int, grace_s: float) -> None:
+    """SIGKILL ``root_pid`` and every process below it, descendants first; all dead on return.
 
     The tree is frozen top-down with SIGSTOP before anything is killed: a stopped parent cannot
     reap its children, so a pid read from ``/proc`` below a stopped process is still that process
-    when it is signalled, never a reused one. Stopped processes then die by SIGKILL, the root
-    last. Where there is no ``/proc`` only the root is killed.
+    when it is signalled, never a reused one. Then every process below the root is SIGKILLed, and
+    the root, still stopped, holds each as a zombie until it has died; a descendant orphaned
+    meanwhile becomes the root's child (it is a subreaper) and is killed too. The root goes last.
+    Freezing takes at most half of ``grace_s``, the whole at most ``grace_s``. Where there is no
+    ``/proc`` only the root is killed.
     """
+    started = time.monotonic()
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(root_pid, signal.SIGSTOP)
     tree: list[int] = []
-    while True:
-        table = _process_table()
+    table = _process_table()
+    while table:
         tree = []
         settled = True
         # Only the children of a process that has stopped are safe to signal.
@@ -588,12 +592,37 @@ def _kill_tree(root_pid: int, deadline: float) -> None:
                     os.kill(parent, signal.SIGSTOP)
                 continue
             parents.extend(pid for pid, (ppid, _) in table.items() if ppid == parent)
-        if settled or not table or time.monotonic() >= deadline:
+        if settled or time.monotonic() >= started + grace_s / 2:
             break
         time.sleep(_FREEZE_POLL_S)
-    for pid in reversed(tree):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+        table = _process_table()
+    killed: list[int] = []
+    to_kill = [pid for pid in reversed(tree) if pid != root_pid]
+    while table:
+        # Each pid is signalled once, while its parent (stopped, or dead and unreaped) holds it.
+        for pid in to_kill:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        killed += to_kill
+        # A SIGKILLed process takes a moment to die: wait until each has. Orphans come to the
+        # root, which is stopped and so reaps none of them: kill them as well.
+        table = _process_table()
+        if not _is_stopped(table.get(root_pid, (0, "X"))[1]):
+            break  # the root runs (or is gone): its children are its own to reap
+        to_kill = [
+            pid
+            for pid, (ppid, state) in table.items()
+            if ppid == root_pid and not _is_dead(state) and pid not in killed
+        ]
+        alive = [pid for pid in killed if not _is_dead(table.get(pid, (0, "X"))[1])]
+        if time.monotonic() >= started + grace_s:
+            for pid in to_kill:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            break
+        if not alive and not to_kill:
+            break
+        time.sleep(_FREEZE_POLL_S)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(root_pid, signal.SIGKILL)
 
@@ -610,7 +639,7 @@ def _end_supervisor(proc: subprocess.Popen[bytes], wait_s: float, grace_s: float
     try:
         proc.wait(timeout=wait_s)
     except subprocess.TimeoutExpired:
-        _kill_tree(proc.pid, time.monotonic() + grace_s)
+        _kill_tree(proc.pid, grace_s)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             proc.kill()
         proc.wait()
