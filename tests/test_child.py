@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import textwrap
 import threading
 import time
 from pathlib import Path
-from types import ModuleType
+from types import MethodType, ModuleType
 
 import psutil
 import pytest
@@ -907,6 +908,35 @@ def test_an_instance_that_cannot_be_pickled_is_refused(
         "build it inside a module-level function and pass that function"
     ) in message
     assert list(private_tmp.iterdir()) == []  # the partial pickle's file is removed
+
+
+def test_the_unpickled_object_must_be_of_the_imported_class(tmp_path: Path) -> None:
+    # The child's check after unpickling: another class is refused; the same class replaces the
+    # module-level object, so the module sees the object that runs.
+    from torchscan._child_main import WorkloadRefusedError, _with_state
+
+    module = ModuleType("ts_child_state_check")
+    imported = Workload()
+    module.work = imported  # type: ignore[attr-defined]
+    state = tmp_path / "state.pickle"
+    state.write_bytes(pickle.dumps(functools.partial(module_level_function)))
+    with pytest.raises(WorkloadRefusedError) as refused:
+        _with_state(module, "work", imported, str(state))
+    assert str(refused.value) == (
+        "'work' unpickled is a partial, not the Workload that the module binds to that name"
+    )
+    assert module.work is imported
+
+    state.write_bytes(pickle.dumps(CALLABLE.method))
+    with pytest.raises(WorkloadRefusedError):
+        _with_state(module, "work", imported, str(state))  # a method for an object
+    method = _with_state(module, "work.method", imported.method, str(state))
+    assert isinstance(method, MethodType) and method.__func__ is Workload.method
+    assert module.work is method.__self__ and module.work is not imported
+
+    state.write_bytes(pickle.dumps(CALLABLE))
+    unpickled = _with_state(module, "work", module.work, str(state))
+    assert type(unpickled) is Workload and module.work is unpickled
 
 
 def test_state_that_refers_to_the_main_script_is_refused(tmp_path: Path) -> None:
