@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,3 +43,23 @@ def report_cli() -> str:
 @pytest.fixture(scope="session")
 def cli() -> str:
     return report_cli()
+
+
+def _dev_null_kind() -> str:
+    try:
+        mode = os.lstat("/dev/null").st_mode
+    except OSError as error:
+        return f"missing ({error.strerror})"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    return f"not a character device (file type {stat.S_IFMT(mode):o})"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def dev_null_stays_a_device() -> Iterator[None]:
+    """Fails the run when /dev/null is no longer a character device at its end: a test that
+    replaced it would have made every later write to it fill the disk."""
+    before = _dev_null_kind()
+    yield
+    after = _dev_null_kind()
+    assert after == "a character device", f"/dev/null was {before} at the start, now {after}"

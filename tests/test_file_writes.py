@@ -1,13 +1,19 @@
 """The one writer (`_core.write_file`) and the `torchscan-report` CLI's file I/O on every kind of
-node: what is replaced, what is written through, and what is left as it was after a failure."""
+node: what is replaced, what is written through, and what is left as it was after a failure.
+Devices are `mknod` copies in a temporary directory: no test writes a real device."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import signal
 import stat
 import subprocess
+import sys
+import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -153,13 +159,181 @@ def test_write_file_writes_a_fifo_directly(tmp_path: Path) -> None:
     assert temporaries(tmp_path) == []
 
 
-def test_write_file_writes_dev_null_and_a_copy_of_it(tmp_path: Path) -> None:
-    _core.write_file("/dev/null", b"discarded")
-    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+def test_write_file_writes_a_copy_of_dev_null(tmp_path: Path) -> None:
     null = tmp_path / "null"
     make_node(null, stat.S_IFCHR, 1, 3)
     _core.write_file(null, b"discarded")
     assert stat.S_ISCHR(null.lstat().st_mode)
+    assert null.lstat().st_rdev == os.makedev(1, 3)
+    assert temporaries(tmp_path) == []
+
+
+def test_write_file_takes_a_255_byte_name(tmp_path: Path) -> None:
+    target = tmp_path / ("n" * 255)
+    _core.write_file(target, b"first")
+    inode = target.stat().st_ino
+    _core.write_file(target, b"second")
+    assert target.read_bytes() == b"second"
+    assert target.stat().st_ino != inode  # replaced atomically, by rename
+    assert temporaries(tmp_path) == []
+
+
+def test_write_file_through_proc_fd_of_a_file_open_for_append_acts_as_shell_redirection(
+    tmp_path: Path,
+) -> None:
+    """`> /proc/self/fd/N` rewrites the file the descriptor has open, from its start; it never
+    replaces it (the descriptor would then write to a file nobody sees)."""
+    log = tmp_path / "log.txt"
+    log.write_bytes(b"old line\n")
+    inode = log.stat().st_ino
+    descriptor = os.open(log, os.O_WRONLY | os.O_APPEND)
+    try:
+        _core.write_file(f"/proc/self/fd/{descriptor}", b"new content\n")
+        assert log.read_bytes() == b"new content\n"
+        assert log.stat().st_ino == inode
+        os.write(descriptor, b"appended\n")
+    finally:
+        os.close(descriptor)
+    assert log.read_bytes() == b"new content\nappended\n"
+    assert temporaries(tmp_path) == []
+
+
+def test_write_file_through_proc_fd_of_a_pipe_reaches_the_reader() -> None:
+    read_end, write_end = os.pipe()
+    try:
+        assert os.readlink(f"/proc/self/fd/{write_end}").startswith("pipe:[")
+        _core.write_file(f"/proc/self/fd/{write_end}", b"through the pipe")
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as reader:
+            assert reader.read() == b"through the pipe"
+    finally:
+        for descriptor in (read_end, write_end):
+            with contextlib.suppress(OSError):  # closed already
+                os.close(descriptor)
+
+
+def write_as_nobody(path: Path, data: bytes) -> tuple[int, str]:
+    """`_core.write_file(path, data)` in a forked child running as user nobody (65534): the
+    `errno` and `filename` of the `OSError` it raised, or `(0, "")` when it succeeded."""
+    if os.geteuid() != 0:
+        pytest.skip("switching to user nobody needs root")
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, then leave without running any of the parent's cleanup
+        status = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setresgid(65534, 65534, 65534)
+            os.setresuid(65534, 65534, 65534)
+            try:
+                _core.write_file(path, data)
+                answer = "0\n"
+            except OSError as error:
+                answer = f"{error.errno}\n{error.filename}"
+            os.write(write_end, answer.encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        answer = reader.read().decode()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0, answer
+    code, _, filename = answer.partition("\n")
+    return int(code), filename
+
+
+def test_write_file_on_a_read_only_hard_linked_file_acts_as_opening_it_for_writing() -> None:
+    """As root, opening a 0444 file for writing succeeds, and so does the in-place write; as
+    user nobody it fails with PermissionError naming the file, the file untouched."""
+    directory = Path(tempfile.mkdtemp(prefix="torchscan-readonly-"))
+    try:
+        directory.chmod(0o755)
+        first, second = directory / "first.json", directory / "second.json"
+        first.write_bytes(b"old")
+        os.link(first, second)
+        first.chmod(0o444)
+        errno_seen, filename_seen = write_as_nobody(first, b"new")
+        assert (errno_seen, filename_seen) == (errno.EACCES, str(first))
+        assert second.read_bytes() == b"old"
+        if os.access(first, os.W_OK):  # root, as `>` finds it
+            _core.write_file(first, b"new")
+            assert second.read_bytes() == b"new"
+            assert second.stat().st_ino == first.stat().st_ino
+        assert stat.S_IMODE(second.stat().st_mode) == 0o444
+        assert second.stat().st_nlink == 2
+        assert temporaries(directory) == []
+    finally:
+        for entry in directory.iterdir():
+            entry.unlink()
+        directory.rmdir()
+
+
+WAITING_FOR_A_READER = {"hrtimer_nanosleep", "do_nanosleep", "wait_for_partner"}
+
+
+def wait_until_waiting_for_a_reader(wchan: Path, deadline: float) -> bool:
+    """Whether the thread whose `wchan` file this is sleeps in the writer's wait for a FIFO
+    reader (or blocks in `open` for a partner) before `deadline`."""
+    while time.monotonic() < deadline:
+        try:
+            if wchan.read_text().strip() in WAITING_FOR_A_READER:
+                return True
+        except OSError:
+            return False
+        time.sleep(0.005)
+    return False
+
+
+def test_write_file_waiting_for_a_fifo_reader_raises_keyboard_interrupt(tmp_path: Path) -> None:
+    """Ctrl-C (here SIGINT sent to the main thread, with the test's own handler, so that it works
+    when the suite runs with SIGINT ignored) stops a write to a FIFO nobody reads. Should it not,
+    a rescue reader opens the FIFO at the deadline so that the test fails instead of hanging."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    main_thread = threading.main_thread()
+    assert threading.current_thread() is main_thread
+    wchan = Path(f"/proc/self/task/{main_thread.native_id}/wchan")
+    deadline = time.monotonic() + TIMEOUT_S
+    outcome: dict[str, bool] = {"signalled": False, "rescued": False}
+
+    def interrupt() -> None:
+        if wait_until_waiting_for_a_reader(wchan, deadline):
+            outcome["signalled"] = True
+            signal.pthread_kill(main_thread.ident or 0, signal.SIGINT)
+        # Give the main thread until the deadline to leave write_file, then rescue it.
+        while time.monotonic() < deadline and outcome["signalled"] and not finished.is_set():
+            time.sleep(0.01)
+        if not finished.is_set():
+            outcome["rescued"] = True
+            descriptor = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+            finished.wait(TIMEOUT_S)
+            os.close(descriptor)
+
+    def raise_keyboard_interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    def write_and_say_so() -> None:
+        try:
+            _core.write_file(fifo, b"nobody reads this")
+        finally:
+            finished.set()
+
+    finished = threading.Event()
+    previous = signal.signal(signal.SIGINT, raise_keyboard_interrupt)
+    sender = threading.Thread(target=interrupt)
+    try:
+        sender.start()
+        with pytest.raises(KeyboardInterrupt):
+            write_and_say_so()
+    finally:
+        finished.set()
+        sender.join(TIMEOUT_S)
+        signal.signal(signal.SIGINT, previous)
+    assert not sender.is_alive()
+    assert outcome == {"signalled": True, "rescued": False}
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
     assert temporaries(tmp_path) == []
 
 
@@ -300,15 +474,59 @@ def test_cli_output_to_a_fifo_reaches_the_reader(tmp_path: Path, rendered: bytes
     assert temporaries(tmp_path) == []
 
 
-def test_cli_output_to_dev_null_and_a_copy_of_it(tmp_path: Path) -> None:
-    completed = run_cli("render", str(REPORT), "-o", "/dev/null")
-    assert completed.returncode == 0, completed.stderr
-    assert stat.S_ISCHR(os.lstat("/dev/null").st_mode)
+def test_cli_output_to_a_copy_of_dev_null(tmp_path: Path) -> None:
     null = tmp_path / "null"
     make_node(null, stat.S_IFCHR, 1, 3)
     completed = run_cli("render", str(REPORT), "-o", str(null))
     assert completed.returncode == 0, completed.stderr
     assert stat.S_ISCHR(null.lstat().st_mode)
+    assert null.lstat().st_rdev == os.makedev(1, 3)
+    assert temporaries(tmp_path) == []
+
+
+def test_cli_output_to_dev_stdout_reaches_a_pipe(rendered: bytes) -> None:
+    completed = run_cli("render", str(REPORT), "-o", "/dev/stdout")
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == rendered
+    assert completed.stderr == b""
+
+
+def test_cli_waiting_for_a_fifo_reader_stops_on_sigint(tmp_path: Path) -> None:
+    """The console script, started with SIGINT at its default action (as a terminal starts it,
+    whatever this suite's disposition), dies of SIGINT while it waits for a FIFO reader."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    default_sigint_then_exec = (
+        "import os, signal, sys\n"
+        "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+        "os.execv(sys.argv[1], sys.argv[1:])\n"
+    )
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            default_sigint_then_exec,
+            report_cli(),
+            *("render", str(REPORT), "-o", str(fifo)),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        waiting = wait_until_waiting_for_a_reader(
+            Path(f"/proc/{process.pid}/wchan"), time.monotonic() + TIMEOUT_S
+        )
+        assert waiting, "the console script never waited for a reader"
+        process.send_signal(signal.SIGINT)
+        process.wait(TIMEOUT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        process.communicate()
+    assert process.returncode == -signal.SIGINT
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
     assert temporaries(tmp_path) == []
 
 
