@@ -156,7 +156,9 @@ def compare_workloads(
     Rounds continue until ``min_time_s`` (both sides together) and ``min_blocks`` rounds are
     reached and the latency interval is expected to be no wider than ``min_effect / 2`` on each
     side, or until ``max_time_s`` has passed: a quiet machine stops early, a noisy one is timed
-    longer. The other passes of ``metrics`` (as in :func:`~torchscan.measure_workload`; the
+    longer. Each report's ``timing.block_starts_s`` counts from that side's own first block
+    (so each starts at 0.0); the other side's blocks fall in the gaps between them. The other
+    passes of ``metrics`` (as in :func:`~torchscan.measure_workload`; the
     default is latency, operator FLOPs and tensor memory) run afterwards, side by side. The
     context is captured once, for both reports.
 

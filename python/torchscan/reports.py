@@ -456,12 +456,18 @@ class TimingSettings(TypedDict):
 
 
 class TimingEvidence(TypedDict):
-    """Raw timing evidence."""
+    """Raw timing evidence.
+
+    ``block_starts_s`` (each block's start in seconds since the first block's start, one per
+    block duration) is written by this version; reports written before it lack it, and
+    ``None`` reads as absent.
+    """
 
     first_call_s: float
     warmup_calls: int
     calls_per_block: int
     block_durations_s: list[float]
+    block_starts_s: NotRequired[list[float] | None]
     timer_overhead_s: float
 
 

@@ -37,13 +37,19 @@ class TimingBudget:
 
 @dataclass
 class TimingRun:
-    """Raw evidence of one timing pass."""
+    """Raw evidence of one timing pass.
+
+    ``block_starts_s`` holds each block's start in seconds since the start of this run's first
+    block (so the first is 0.0), read from the clock that times the blocks; ``block_starts_s[i]``
+    belongs to ``block_durations_s[i]``, and no block starts before the previous one ended.
+    """
 
     first_call_s: float
     warmup_calls: int
     calls_per_block: int
     timer_overhead_s: float
     block_durations_s: list[float] = field(default_factory=list)
+    block_starts_s: list[float] = field(default_factory=list)
     stopped_by_max_time: bool = False
 
 
@@ -128,15 +134,43 @@ def _calls_per_block(per_call_s: float, block_target_s: float) -> int:
 
 def _timed_block(
     workload: Callable[[], Any], calls_per_block: int, sync: Callable[[], None]
-) -> float:
-    """The duration of one block of ``calls_per_block`` calls, synchronised at its edges only."""
+) -> tuple[int, int]:
+    """One block of ``calls_per_block`` calls, synchronised at its edges only.
+
+    Returns ``(start, duration)`` in nanoseconds of ``time.perf_counter_ns``; the duration is at
+    least 1.
+    """
     clock = time.perf_counter_ns
     sync()
     block_start = clock()
     for _ in range(calls_per_block):
         workload()
     sync()
-    return max(clock() - block_start, 1) * 1e-9
+    return block_start, max(clock() - block_start, 1)
+
+
+class _BlockLog:
+    """Records a run's blocks from ``perf_counter_ns`` readings: durations and starts.
+
+    Starts count from the run's first block. Readings stay integers until converted to seconds,
+    so that no start is put before the previous block's end.
+    """
+
+    def __init__(self, run: TimingRun) -> None:
+        self.run = run
+        self.origin_ns: int | None = None
+        self.last_end_ns = 0
+
+    def add(self, start_ns: int, duration_ns: int) -> None:
+        """Record a block that started at ``start_ns`` and lasted ``duration_ns`` (at least 1)."""
+        # A block read as 0 ns is recorded as 1 ns, so the next start can read earlier than that
+        # recorded end: it is moved to the end, keeping the blocks one after another.
+        start_ns = max(start_ns, self.last_end_ns)
+        if self.origin_ns is None:
+            self.origin_ns = start_ns
+        self.last_end_ns = start_ns + duration_ns
+        self.run.block_starts_s.append((start_ns - self.origin_ns) * 1e-9)
+        self.run.block_durations_s.append(duration_ns * 1e-9)
 
 
 def run_timing(workload: Callable[[], Any], device: Any, budget: TimingBudget) -> TimingRun:
@@ -179,7 +213,9 @@ def run_interleaved_timing(
     rounds continue until every workload has ``min_blocks`` blocks, the rounds have lasted
     ``min_time_s`` (the whole interleaved phase) and ``until`` (when given) returns true for the
     runs so far, or until ``max_time_s`` has passed. Every workload gets the same number of
-    blocks. A workload's own exception propagates unchanged.
+    blocks. Each run's ``block_starts_s`` count from that run's own first block, so each starts
+    at 0.0; the blocks of the other workloads fall in the gaps between them. A workload's own
+    exception propagates unchanged.
     """
     clock = time.perf_counter_ns
     sync = synchronizer(device)
@@ -208,6 +244,7 @@ def run_interleaved_timing(
     backward = forward[::-1]
     draw = random.Random(order_seed) if order_seed is not None else None
     progress = _Progress(max(budget.min_time_s, max(first_calls_s) * budget.min_blocks))
+    logs = [_BlockLog(run) for run in runs]
     timing_start = clock()
     rounds = 0
     try:
@@ -215,9 +252,8 @@ def run_interleaved_timing(
             flip = draw is not None and draw.random() < 0.5
             for order in (backward, forward) if flip else (forward, backward):
                 for index in order:
-                    run = runs[index]
-                    run.block_durations_s.append(
-                        _timed_block(workloads[index], run.calls_per_block, sync)
+                    logs[index].add(
+                        *_timed_block(workloads[index], runs[index].calls_per_block, sync)
                     )
                 rounds += 1
                 if len(workloads) == 1:

@@ -338,6 +338,7 @@ def _timing_evidence(run: TimingRun) -> TimingEvidence:
         "warmup_calls": run.warmup_calls,
         "calls_per_block": run.calls_per_block,
         "block_durations_s": run.block_durations_s,
+        "block_starts_s": run.block_starts_s,
         "timer_overhead_s": run.timer_overhead_s,
     }
 

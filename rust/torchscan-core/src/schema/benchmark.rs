@@ -70,6 +70,12 @@ pub struct TimingEvidence {
     pub calls_per_block: u64,
     /// Duration of each timed block, in seconds, in the order they ran (each positive).
     pub block_durations_s: Vec<f64>,
+    /// Start of each timed block, in seconds since the start of the first (so the first is 0),
+    /// read from the clock that times the blocks; one per entry of `block_durations_s`, in the
+    /// same order. A block starts no earlier than the previous one ended. Absent in reports
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block_starts_s: Option<Vec<f64>>,
     /// Measured overhead of one timer read, in seconds.
     pub timer_overhead_s: f64,
 }

@@ -1,8 +1,8 @@
 //! Invariants of benchmark and peak-memory reports: timing evidence, passes and memory scopes.
 
-use super::approx_equal;
 use super::model::check_operator_flops;
 use super::{Checker, check_metric, check_value_metas};
+use super::{RECOMPUTE_RELATIVE_TOLERANCE, approx_equal};
 use crate::schema::benchmark::{
     BenchmarkMetrics, BenchmarkReport, PassName, ProfilerPass, TimingEvidence, TimingSettings,
 };
@@ -57,7 +57,60 @@ fn check_timing(c: &mut Checker, timing: &TimingEvidence) {
                 }
             }
         });
+        if let Some(starts) = &timing.block_starts_s {
+            c.at("block_starts_s", |c| {
+                check_block_starts(c, starts, &timing.block_durations_s)
+            });
+        }
     });
+}
+
+/// Whether `later` is at least `earlier`, to a relative tolerance of 1e-9 of the larger number.
+fn at_or_after(later: f64, earlier: f64) -> bool {
+    let scale = later.abs().max(earlier.abs());
+    later >= earlier - RECOMPUTE_RELATIVE_TOLERANCE * scale
+}
+
+/// Checks block starts against the block durations they belong to: one start per block, finite,
+/// the first at 0, and each block starting no earlier than the previous one ended (starts and
+/// durations are read from one clock, and blocks run one after another).
+fn check_block_starts(c: &mut Checker, starts: &[f64], durations: &[f64]) {
+    if starts.len() != durations.len() {
+        c.problem(format!(
+            "has {} starts for {} block durations; every timed block has one start",
+            starts.len(),
+            durations.len()
+        ));
+    }
+    for (index, start) in starts.iter().enumerate() {
+        if !start.is_finite() {
+            c.at_index(index, |c| {
+                c.problem(format!("must be finite, found {start}"))
+            });
+        }
+    }
+    if let Some(first) = starts.first()
+        && *first != 0.0
+    {
+        c.at_index(0, |c| {
+            c.problem(format!(
+                "the first block starts at 0 (starts are measured from it), found {first}"
+            ))
+        });
+    }
+    for (index, (pair, previous_duration)) in starts.windows(2).zip(durations).enumerate() {
+        let (previous_start, start) = (pair[0], pair[1]);
+        let previous_end = previous_start + previous_duration;
+        if start.is_finite() && previous_end.is_finite() && !at_or_after(start, previous_end) {
+            c.at_index(index + 1, |c| {
+                c.problem(format!(
+                    "starts at {start} s, before block {index} ended at {previous_end} s \
+                     (its start {previous_start} s + its duration {previous_duration} s); \
+                     blocks run one after another on one clock"
+                ))
+            });
+        }
+    }
 }
 
 /// Checks that a complete metric states `expected`, recomputed from the raw evidence.

@@ -1,0 +1,146 @@
+"""``timing.block_starts_s``: when each timed block started, written by measure_workload and
+compare_workloads, checked by the validator, and ignored by the comparison."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from typing import Any
+
+import torch
+
+import torchscan
+from torchscan import compare_benchmarks, compare_workloads, measure_workload
+from torchscan.reports import BenchmarkReport, TimingEvidence
+from torchscan.timing import TimingBudget, TimingRun, _BlockLog, run_timing
+
+torch.set_num_threads(1)
+FAST: dict[str, Any] = {
+    "min_time_s": 0.05,
+    "max_time_s": 0.5,
+    "min_blocks": 5,
+    "warmup_time_s": 0.01,
+    "print_summary": False,
+}
+
+
+def matmul() -> Any:
+    torch.manual_seed(0)
+    a = torch.randn(64, 64)
+    b = torch.randn(64, 64)
+    return lambda: a @ b
+
+
+def assert_blocks_in_time_order(starts: list[float], durations: list[float]) -> None:
+    """The invariants the validator checks, written out: one start per block, first 0, order."""
+    assert len(starts) == len(durations)
+    assert starts[0] == 0.0
+    for index in range(1, len(starts)):
+        end = starts[index - 1] + durations[index - 1]
+        assert starts[index] >= end - 1e-9 * max(abs(starts[index]), abs(end))
+        assert starts[index] > starts[index - 1]
+
+
+def timing_of(report: BenchmarkReport) -> TimingEvidence:
+    timing = report["timing"]
+    assert timing is not None
+    return timing
+
+
+def starts_of(timing: TimingEvidence) -> list[float]:
+    starts = timing.get("block_starts_s")
+    assert starts is not None
+    return starts
+
+
+def test_a_timing_run_keeps_each_block_start_within_its_wall_time() -> None:
+    budget = TimingBudget(min_time_s=0.05, max_time_s=0.5, min_blocks=5, warmup_time_s=0.01)
+    before = time.perf_counter()
+    run = run_timing(matmul(), torch.device("cpu"), budget)
+    wall_s = time.perf_counter() - before
+    assert len(run.block_durations_s) >= 5
+    assert_blocks_in_time_order(run.block_starts_s, run.block_durations_s)
+    assert run.block_starts_s[-1] + run.block_durations_s[-1] <= wall_s
+
+
+def test_measure_workload_writes_block_starts_that_validate() -> None:
+    before = time.perf_counter()
+    report = measure_workload(matmul(), work_units=1, metrics=["latency"], **FAST)
+    wall_s = time.perf_counter() - before
+    timing = timing_of(report)
+    starts, durations = starts_of(timing), timing["block_durations_s"]
+    assert_blocks_in_time_order(starts, durations)
+    assert starts[-1] + durations[-1] <= wall_s
+    assert torchscan.validate_report(report) == "benchmark"
+    # The JSON text carries the field right after the durations.
+    text = json.dumps(report)
+    assert text.index('"block_durations_s"') < text.index('"block_starts_s"')
+    assert text.index('"block_starts_s"') < text.index('"timer_overhead_s"')
+
+
+def test_without_latency_there_is_no_timing_and_no_starts() -> None:
+    report = measure_workload(matmul(), work_units=1, metrics=["operator_flops"], **FAST)
+    assert report["timing"] is None
+    assert torchscan.validate_report(report) == "benchmark"
+
+
+def test_each_side_of_an_experiment_counts_its_starts_from_its_own_first_block() -> None:
+    workload = matmul()
+    experiment = compare_workloads(
+        workload, workload, rtol=0, atol=0, metrics=["latency"], seed=3, **FAST
+    )
+    base, cand = timing_of(experiment.baseline), timing_of(experiment.candidate)
+    assert_blocks_in_time_order(starts_of(base), base["block_durations_s"])
+    assert_blocks_in_time_order(starts_of(cand), cand["block_durations_s"])
+    # The other side's blocks ran in each side's gaps: all of them but perhaps the first and the
+    # last fall between this side's first start and last end.
+    for own, other in ((base, cand), (cand, base)):
+        span_s = starts_of(own)[-1] + own["block_durations_s"][-1]
+        idle_s = span_s - sum(own["block_durations_s"])
+        inner_s = sum(other["block_durations_s"][1:-1])
+        assert idle_s >= inner_s * (1 - 1e-9)
+    for report in (experiment.baseline, experiment.candidate):
+        assert torchscan.validate_report(report) == "benchmark"
+
+
+def without_starts(report: BenchmarkReport) -> BenchmarkReport:
+    stripped = copy.deepcopy(report)
+    timing = stripped["timing"]
+    assert timing is not None
+    del timing["block_starts_s"]
+    return stripped
+
+
+def test_the_comparison_is_the_same_with_or_without_starts() -> None:
+    workload = matmul()
+    experiment = compare_workloads(
+        workload, workload, rtol=0, atol=0, metrics=["latency"], seed=5, **FAST
+    )
+    baseline, candidate = experiment.baseline, experiment.candidate
+    stripped = (without_starts(baseline), without_starts(candidate))
+    assert torchscan.validate_report(stripped[0]) == "benchmark"
+    for paired in (False, True):
+        with_field = compare_benchmarks(baseline, candidate, seed=1, paired=paired)
+        without_field = compare_benchmarks(*stripped, seed=1, paired=paired)
+        assert with_field == without_field
+        assert "block_starts_s" not in json.dumps(with_field)
+    # What compare_workloads returned is what the reports give without the field.
+    assert experiment.comparison == compare_benchmarks(
+        *stripped, check=experiment.check, seed=5, paired=True
+    )
+
+
+def test_a_block_read_as_zero_nanoseconds_keeps_the_next_start_after_it() -> None:
+    run = TimingRun(first_call_s=1e-6, warmup_calls=1, calls_per_block=1, timer_overhead_s=0.0)
+    log = _BlockLog(run)
+    # perf_counter_ns readings: a block of 0 ns (recorded as 1 ns), then one read at the same
+    # instant, then ordinary ones.
+    log.add(5_000, 1)
+    log.add(5_000, 250)
+    log.add(6_000, 1_000)
+    log.add(7_000, 3)
+    # Nanoseconds, converted as the timing loop converts them.
+    assert run.block_durations_s == [ns * 1e-9 for ns in (1, 250, 1_000, 3)]
+    assert run.block_starts_s == [ns * 1e-9 for ns in (0, 1, 1_000, 2_000)]
+    assert_blocks_in_time_order(run.block_starts_s, run.block_durations_s)
