@@ -214,7 +214,13 @@ def test_non_finite_numbers_are_invalid_input() -> None:
 
 def test_other_input_types_are_a_type_error() -> None:
     with pytest.raises(TypeError, match="a report is a mapping"):
+        compare_reports(SMALL, object())  # type: ignore[arg-type]
+
+
+def test_a_json_value_that_is_not_an_object_is_an_invalid_side() -> None:
+    with pytest.raises(ReportValidationError) as caught:
         compare_reports(SMALL, 42)  # type: ignore[arg-type]
+    assert caught.value.problems == [("after:$", "a report is a JSON object, got a number")]
 
 
 def test_core_errors_carry_problems_or_a_reason() -> None:
