@@ -157,7 +157,8 @@ def compare_workloads(
     reached and the latency interval is expected to be no wider than ``min_effect / 2`` on each
     side, or until ``max_time_s`` has passed: a quiet machine stops early, a noisy one is timed
     longer. Each report's ``timing.block_starts_s`` counts from that side's own first block
-    (so each starts at 0.0); the other side's blocks fall in the gaps between them. The other
+    (so each starts at 0.0); the other side's blocks fall in the gaps between them. Both reports
+    carry the same noise metrics, read at the start and end of the one interleaved phase. The other
     passes of ``metrics`` (as in :func:`~torchscan.measure_workload`; the
     default is latency, operator FLOPs and tensor memory) run afterwards, side by side. The
     context is captured once, for both reports.

@@ -80,6 +80,7 @@ DiagnosticCode = Literal[
     "unsupported_on_device",
     "timing_noise",
     "high_timing_noise",
+    "noisy_machine",
     "few_blocks",
     "compiled_callable",
     "workload_not_importable",
@@ -484,6 +485,10 @@ class BenchmarkMetrics(TypedDict):
     process_rss_peak: MetricResult
     process_rss_workload_peak: MetricResult
     process_rss_baseline: MetricResult
+    machine_other_cpu_ratio: NotRequired[MetricResult | None]
+    cpu_steal_ratio: NotRequired[MetricResult | None]
+    involuntary_context_switches: NotRequired[MetricResult | None]
+    cpu_frequency: NotRequired[MetricResult | None]
 
 
 class ProfiledOperator(TypedDict):

@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .noise import NoiseRecord, NoiseSampler, NoiseSources
+
 __all__ = [
     "TimingBudget",
     "TimingRun",
@@ -39,6 +41,8 @@ class TimingBudget:
 class TimingRun:
     """Raw evidence of one timing pass.
 
+    ``noise`` holds the machine's noise readings at the start and end of the timed phase (for
+    interleaved runs, the one phase that all of them share).
     ``block_starts_s`` holds each block's start in seconds since the start of this run's first
     block (so the first is 0.0), read from the clock that times the blocks; ``block_starts_s[i]``
     belongs to ``block_durations_s[i]``, and no block starts before the previous one ended.
@@ -51,6 +55,8 @@ class TimingRun:
     block_durations_s: list[float] = field(default_factory=list)
     block_starts_s: list[float] = field(default_factory=list)
     stopped_by_max_time: bool = False
+    noise: NoiseRecord | None = None
+    """What competed with the timed phase: readings at its start and end (see ``noise``)."""
 
 
 def synchronizer(device: Any) -> Callable[[], None]:
@@ -173,20 +179,33 @@ class _BlockLog:
         self.run.block_durations_s.append(duration_ns * 1e-9)
 
 
-def run_timing(workload: Callable[[], Any], device: Any, budget: TimingBudget) -> TimingRun:
+def run_timing(
+    workload: Callable[[], Any],
+    device: Any,
+    budget: TimingBudget,
+    *,
+    noise_sources: NoiseSources | None = None,
+) -> TimingRun:
     """Time ``workload``: the first call alone, then warm-up, then calibrated blocks.
 
     Calls per block are chosen so that reading the timer costs less than
     ``budget.max_timer_overhead_ratio`` of a block, and so that at least ``min_blocks`` blocks fit
     in ``min_time_s``. Blocks continue until both the minimum time and the minimum block count
     are reached, or ``max_time_s`` has passed. Device work is synchronised at block edges only.
-    The workload's own exception propagates unchanged.
+    The workload's own exception propagates unchanged. The machine's noise is read from
+    ``noise_sources`` (the running kernel's files by default) at the start and end of the timed
+    blocks.
     """
     sync = synchronizer(device)
     overhead_s = timer_overhead_s()
     first_call_s, _ = timed_call(workload, sync)
     return run_interleaved_timing(
-        [workload], device, budget, first_calls_s=[first_call_s], overhead_s=overhead_s
+        [workload],
+        device,
+        budget,
+        first_calls_s=[first_call_s],
+        overhead_s=overhead_s,
+        noise_sources=noise_sources,
     )[0]
 
 
@@ -199,6 +218,7 @@ def run_interleaved_timing(
     overhead_s: float | None = None,
     order_seed: int | None = None,
     until: Callable[[list[TimingRun]], bool] | None = None,
+    noise_sources: NoiseSources | None = None,
 ) -> list[TimingRun]:
     """Time several workloads in rounds of one block each; return one ``TimingRun`` each.
 
@@ -214,8 +234,10 @@ def run_interleaved_timing(
     ``min_time_s`` (the whole interleaved phase) and ``until`` (when given) returns true for the
     runs so far, or until ``max_time_s`` has passed. Every workload gets the same number of
     blocks. Each run's ``block_starts_s`` count from that run's own first block, so each starts
-    at 0.0; the blocks of the other workloads fall in the gaps between them. A workload's own
-    exception propagates unchanged.
+    at 0.0; the blocks of the other workloads fall in the gaps between them. The machine's noise
+    is read from ``noise_sources`` just before the first round and just after the last (never
+    inside a block), and every run gets the same record. A workload's own exception propagates
+    unchanged.
     """
     clock = time.perf_counter_ns
     sync = synchronizer(device)
@@ -245,6 +267,8 @@ def run_interleaved_timing(
     draw = random.Random(order_seed) if order_seed is not None else None
     progress = _Progress(max(budget.min_time_s, max(first_calls_s) * budget.min_blocks))
     logs = [_BlockLog(run) for run in runs]
+    sampler = NoiseSampler(noise_sources)
+    noise_start = sampler.snapshot()
     timing_start = clock()
     rounds = 0
     try:
@@ -269,4 +293,7 @@ def run_interleaved_timing(
                 break
     finally:
         progress.close()
+    record = NoiseRecord(noise_start, sampler.snapshot())
+    for run in runs:
+        run.noise = record
     return runs

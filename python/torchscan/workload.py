@@ -16,6 +16,7 @@ from . import _arguments, _core, _metrics
 from ._values import describe, iter_tensors
 from .context import capture_context, current_flags
 from .errors import IncompleteMeasurementError, InvalidArgumentError
+from .noise import noise_metrics, noisy_machine_diagnostic, unavailable_noise_metrics
 from .profiling import not_requested_profiler, run_profiler
 from .reports import (
     BenchmarkMetrics,
@@ -177,6 +178,14 @@ def _timing_metrics(
                 "message": f"latency IQR is {ratio:.0%} of the median: timings are noisy",
             }
         )
+    if run.noise is not None:
+        noise = noise_metrics(run.noise)
+        metrics.update(noise)
+        noisy = noisy_machine_diagnostic(noise, run.noise.elapsed_s)
+        if noisy is not None:
+            diagnostics.append(noisy)
+    else:
+        metrics.update(unavailable_noise_metrics("the timing run recorded no noise readings"))
     if run.stopped_by_max_time:
         diagnostics.append(
             {
@@ -202,6 +211,7 @@ def _unavailable_timing(work_unit: str) -> dict[str, MetricResult]:
         "throughput": _metrics.unavailable(
             f"{work_unit}/s", _THROUGHPUT_SCOPE, "block timing", NOT_REQUESTED
         ),
+        **unavailable_noise_metrics(NOT_REQUESTED),
     }
 
 
@@ -441,6 +451,10 @@ def _assemble_report(
         "process_rss_peak": values["process_rss_peak"],
         "process_rss_workload_peak": values["process_rss_workload_peak"],
         "process_rss_baseline": values["process_rss_baseline"],
+        "machine_other_cpu_ratio": values["machine_other_cpu_ratio"],
+        "cpu_steal_ratio": values["cpu_steal_ratio"],
+        "involuntary_context_switches": values["involuntary_context_switches"],
+        "cpu_frequency": values["cpu_frequency"],
     }
     return {
         "schema_version": 1,
@@ -516,7 +530,10 @@ def measure_workload(
     (a fresh child process; needs an importable workload) and ``profiler`` (a separate
     instrumented pass of ``profiler_calls`` calls); the default is the first three. The timing
     budget (``min_time_s``, ``max_time_s``, ``min_blocks``, ``warmup_time_s``) is recorded in the
-    report. ``print_summary=False`` prints nothing; ``strict=True`` raises
+    report. The latency pass also records the machine's noise during the timed blocks (other
+    processes' share of the CPU time, CPU steal, the timing thread's involuntary context switches,
+    CPU frequency; see :mod:`torchscan.noise`) and adds a ``noisy_machine`` diagnostic when one
+    passes its threshold. ``print_summary=False`` prints nothing; ``strict=True`` raises
     :class:`~torchscan.IncompleteMeasurementError` (carrying the report) when a requested metric
     is partial or unavailable. The thread count is recorded, never changed. The workload's own
     exception propagates unchanged, and no pass leaves a hook, a mode or a setting behind.

@@ -27,7 +27,7 @@ use crate::schema::flops::{FlopReport, OperatorFlops};
 use crate::schema::output_check::OutputCheckReport;
 use crate::schema::peak_memory::PeakMemoryReport;
 use crate::stats;
-use crate::summary::{display_text, format_metric, group_thousands, shape_text};
+use crate::summary::{display_text, format_metric, group_thousands, noise_label, shape_text};
 
 const PAGE_TEMPLATE: &str = "page.html.j2";
 const PAGE_SOURCE: &str = include_str!("templates/page.html.j2");
@@ -706,6 +706,22 @@ fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
         chart: timing_chart(report),
         ..Section::default()
     });
+    let noise = m.noise_metrics();
+    if !noise.is_empty() {
+        page.sections.push(Section {
+            title: "Machine noise".to_owned(),
+            note: Some(
+                "What competed with the workload while it was timed, read at the start and the \
+                 end of the timed phase."
+                    .to_owned(),
+            ),
+            cards: noise
+                .into_iter()
+                .map(|(key, metric)| card(noise_label(key), metric))
+                .collect(),
+            ..Section::default()
+        });
+    }
     page.sections.push(Section {
         title: "Memory".to_owned(),
         note: Some("Each scope is measured on its own; they are never summed.".to_owned()),

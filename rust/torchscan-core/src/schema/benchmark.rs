@@ -104,6 +104,42 @@ pub struct BenchmarkMetrics {
     pub process_rss_workload_peak: MetricResult,
     /// RSS of the child after imports and set-up, before the workload (unit `B`).
     pub process_rss_baseline: MetricResult,
+    /// CPU time used by everything other than this process over the CPU time of all CPUs
+    /// during the timed phase (unit `ratio`, in [0, 1]), from `/proc/stat` and
+    /// `/proc/self/stat`. Absent in reports written before noise was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_other_cpu_ratio: Option<MetricResult>,
+    /// CPU time stolen by the hypervisor over the CPU time of all CPUs during the timed phase
+    /// (unit `ratio`, in [0, 1]), from the `steal` column of `/proc/stat`. Absent in reports
+    /// written before noise was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_steal_ratio: Option<MetricResult>,
+    /// Involuntary context switches of the thread that ran the timing loop during the timed
+    /// phase (unit `count`, a whole number). Absent in reports written before noise was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub involuntary_context_switches: Option<MetricResult>,
+    /// Mean current frequency of the CPUs the process may run on, read at the start and the end
+    /// of the timed phase (unit `Hz`). Absent in reports written before noise was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_frequency: Option<MetricResult>,
+}
+
+impl BenchmarkMetrics {
+    /// The noise metrics that the report carries, with their keys, in a fixed order.
+    pub fn noise_metrics(&self) -> Vec<(&'static str, &MetricResult)> {
+        [
+            ("machine_other_cpu_ratio", &self.machine_other_cpu_ratio),
+            ("cpu_steal_ratio", &self.cpu_steal_ratio),
+            (
+                "involuntary_context_switches",
+                &self.involuntary_context_switches,
+            ),
+            ("cpu_frequency", &self.cpu_frequency),
+        ]
+        .into_iter()
+        .filter_map(|(key, metric)| metric.as_ref().map(|metric| (key, metric)))
+        .collect()
+    }
 }
 
 /// One operator in the profiler pass.

@@ -101,7 +101,7 @@ pub struct MetricResult {
     pub value: Option<f64>,
     /// The value known so far: equal to `value` when complete, a lower bound when partial.
     pub known_value: Option<f64>,
-    /// SI base unit: `s`, `B`, `FLOPs`, `MACs`, `DMAs`, `count`, `ratio` or `<work_unit>/s`.
+    /// SI base unit: `s`, `B`, `FLOPs`, `MACs`, `DMAs`, `count`, `ratio`, `Hz` or `<work_unit>/s`.
     pub unit: String,
     /// What the number covers, for example `PyTorch tracked CPU tensors`.
     pub scope: String,
@@ -238,7 +238,7 @@ pub mod whole {
 }
 
 /// The fixed units a metric may carry, besides throughput units of the form `<work_unit>/s`.
-pub const FIXED_UNITS: &[&str] = &["s", "B", "FLOPs", "MACs", "DMAs", "count", "ratio"];
+pub const FIXED_UNITS: &[&str] = &["s", "B", "FLOPs", "MACs", "DMAs", "count", "ratio", "Hz"];
 
 /// Whether `name` may be used as a work unit (`samples`, `tokens`, `images`, ...).
 pub fn is_valid_work_unit(name: &str) -> bool {
@@ -300,6 +300,9 @@ pub enum DiagnosticCode {
     TimingNoise,
     /// Timing IQR/median reached 0.25: latency differences below that are not meaningful.
     HighTimingNoise,
+    /// Other processes, the hypervisor or preemption competed with the timed phase beyond a
+    /// documented threshold; the message names the noise metrics that passed it.
+    NoisyMachine,
     /// Fewer timed blocks than requested could be run within the time budget.
     FewBlocks,
     /// The callable was compiled with `torch.compile`; dispatch-mode passes ran last.

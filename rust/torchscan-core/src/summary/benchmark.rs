@@ -4,7 +4,7 @@ use super::{
     display_number, format_metric, group_thousands, push_diagnostics, push_line, threads_text,
 };
 
-use crate::schema::benchmark::{BenchmarkReport, ProfilerPass};
+use crate::schema::benchmark::{BenchmarkMetrics, BenchmarkReport, ProfilerPass};
 use crate::schema::common::MetricStatus;
 use crate::schema::peak_memory::PeakMemoryReport;
 
@@ -43,6 +43,32 @@ fn summarize_profiler(out: &mut String, profiler: &ProfilerPass) {
     }
 }
 
+/// The label of a noise metric, for text and HTML.
+pub fn noise_label(key: &str) -> &'static str {
+    match key {
+        "machine_other_cpu_ratio" => "Other CPU use",
+        "cpu_steal_ratio" => "CPU steal",
+        "involuntary_context_switches" => "Involuntary context switches",
+        _ => "CPU frequency",
+    }
+}
+
+/// The noise metrics under one heading; nothing for a report written before they were recorded.
+fn summarize_noise(out: &mut String, metrics: &BenchmarkMetrics) {
+    let noise = metrics.noise_metrics();
+    if noise.is_empty() {
+        return;
+    }
+    push_line(out, 2, "Machine noise during timing:");
+    for (key, metric) in noise {
+        push_line(
+            out,
+            4,
+            &format!("{}: {}", noise_label(key), format_metric(metric)),
+        );
+    }
+}
+
 pub(super) fn summarize_benchmark(out: &mut String, report: &BenchmarkReport) {
     let context = &report.context;
     push_line(
@@ -60,6 +86,11 @@ pub(super) fn summarize_benchmark(out: &mut String, report: &BenchmarkReport) {
         ("Latency (block median)", &m.latency),
         ("Latency IQR", &m.latency_iqr),
         ("Throughput", &m.throughput),
+    ] {
+        push_line(out, 2, &format!("{label}: {}", format_metric(metric)));
+    }
+    summarize_noise(out, m);
+    for (label, metric) in [
         ("Operator FLOPs", &m.operator_flops),
         ("PyTorch peak memory", &m.tensor_memory_peak),
     ] {

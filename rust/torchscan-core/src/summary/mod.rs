@@ -7,6 +7,7 @@ use crate::schema::Report;
 
 mod analysis;
 pub(crate) use analysis::shape_text;
+pub(crate) use benchmark::noise_label;
 mod benchmark;
 mod compare;
 mod escape;
@@ -51,6 +52,7 @@ fn display_number(value: f64, unit: &str) -> String {
         "B" => format!("{} MiB", group_thousands(value / BYTES_PER_MIB, 3)),
         "count" => group_thousands(value, 0),
         "ratio" => group_thousands(value, 3),
+        "Hz" => format!("{} MHz", group_thousands(value / 1e6, 0)),
         other => format!("{} {other}", group_thousands(value, 3)),
     }
 }

@@ -285,6 +285,62 @@ pub(super) fn check_benchmark(c: &mut Checker, report: &BenchmarkReport) {
     check_profiler(c, &report.profiler);
     check_passes(c, report);
     check_memory_order(c, metrics);
+    check_noise(c, report);
+}
+
+/// Ratios may exceed 1 or fall below 0 by this much (clock-tick rounding of `/proc/stat`)
+/// before the validator objects.
+const RATIO_TOLERANCE: f64 = 1e-9;
+
+/// The noise metrics: their units, ratios in [0, 1], whole counts, and unavailable without
+/// timing evidence (the timed phase is what they describe).
+fn check_noise(c: &mut Checker, report: &BenchmarkReport) {
+    let m = &report.metrics;
+    c.at("metrics", |c| {
+        for (key, metric) in m.noise_metrics() {
+            let unit = match key {
+                "machine_other_cpu_ratio" | "cpu_steal_ratio" => "ratio",
+                "involuntary_context_switches" => "count",
+                _ => "Hz",
+            };
+            check_metric(c, key, metric, Some(unit));
+            c.at(key, |c| {
+                if metric.status == MetricStatus::Partial {
+                    c.problem_at(
+                        "status",
+                        "noise metrics are complete or unavailable, never partial",
+                    );
+                }
+                if report.timing.is_none() && metric.status != MetricStatus::Unavailable {
+                    c.problem_at(
+                        "status",
+                        "without timing evidence (timing is null) this metric is unavailable",
+                    );
+                }
+                for (field, number) in
+                    [("value", metric.value), ("known_value", metric.known_value)]
+                {
+                    let Some(number) = number else { continue };
+                    match unit {
+                        "ratio" if number > 1.0 + RATIO_TOLERANCE => c.problem_at(
+                            field,
+                            format!(
+                                "a share of the available CPU time is at most 1, found {number}"
+                            ),
+                        ),
+                        "count" if number.fract() != 0.0 => c.problem_at(
+                            field,
+                            format!("context switches are a whole number, found {number}"),
+                        ),
+                        "Hz" if number == 0.0 => {
+                            c.problem_at(field, "a running CPU's frequency is positive, found 0")
+                        }
+                        _ => {}
+                    }
+                }
+            });
+        }
+    });
 }
 
 /// A pass that was not requested leaves its metrics unavailable and its evidence null.

@@ -183,7 +183,7 @@ fn check_metric(c: &mut Checker, key: &str, metric: &MetricResult, expected_unit
             c.problem_at(
                 "unit",
                 format!(
-                    "unknown unit `{}`; expected s, B, FLOPs, MACs, DMAs, count, ratio or <work_unit>/s",
+                    "unknown unit `{}`; expected s, B, FLOPs, MACs, DMAs, count, ratio, Hz or <work_unit>/s",
                     metric.unit
                 ),
             );
