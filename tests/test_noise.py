@@ -23,7 +23,13 @@ from torchscan.noise import (
     noisy_machine_diagnostic,
 )
 from torchscan.timing import TimingBudget, run_timing
-from torchscan.workload import _add_timing, _assemble_report, _Passes, _run_later_passes
+from torchscan.workload import (
+    _add_timing,
+    _assemble_report,
+    _Passes,
+    _raise_if_incomplete,
+    _run_later_passes,
+)
 
 torch.set_num_threads(1)
 FAST = {"min_time_s": 0.05, "max_time_s": 0.5, "min_blocks": 5, "warmup_time_s": 0.01}
@@ -285,6 +291,22 @@ def test_the_timing_loop_reads_the_given_sources_and_the_report_carries_them(
     assert "warning noisy_machine: the machine was busy" in summary
     page = torchscan.render_report(report)
     assert "<h2>Machine noise</h2>" in page and "2,300 MHz" in page
+
+
+def test_strict_never_raises_for_an_unavailable_noise_metric(tmp_path: Path) -> None:
+    fake = FakeProc(tmp_path)
+    start = {**BUSY_START, "cpu": None, "frequencies_khz": None}
+    fake.write(**start)
+    budget = TimingBudget(min_time_s=0.02, max_time_s=0.5, min_blocks=3, warmup_time_s=0.0)
+    run = run_timing(lambda: None, torch.device("cpu"), budget, noise_sources=fake.sources)
+    report = _report_with(run)
+    for key in ("machine_other_cpu_ratio", "cpu_steal_ratio", "cpu_frequency"):
+        assert report["metrics"][key]["status"] == "unavailable"
+    _raise_if_incomplete(report, ("latency",))  # type: ignore[arg-type]
+    # A timing metric made unavailable still raises: the check itself is on.
+    report["metrics"]["latency"] = report["metrics"]["cpu_frequency"]
+    with pytest.raises(torchscan.IncompleteMeasurementError):
+        _raise_if_incomplete(report, ("latency",))  # type: ignore[arg-type]
 
 
 def _assert_noise_section(report: dict) -> None:  # type: ignore[type-arg]
