@@ -1,5 +1,6 @@
 """``timing.block_starts_s``: when each timed block started, written by measure_workload and
-compare_workloads, checked by the validator, and ignored by the comparison."""
+compare_workloads, checked by the validator, and used by the comparison of reports measured
+apart only for each report's timed span."""
 
 from __future__ import annotations
 
@@ -112,7 +113,7 @@ def without_starts(report: BenchmarkReport) -> BenchmarkReport:
     return stripped
 
 
-def test_the_comparison_is_the_same_with_or_without_starts() -> None:
+def test_paired_comparisons_ignore_starts_and_apart_ones_use_only_the_span() -> None:
     workload = matmul()
     experiment = compare_workloads(
         workload, workload, rtol=0, atol=0, metrics=["latency"], seed=5, **FAST
@@ -120,15 +121,30 @@ def test_the_comparison_is_the_same_with_or_without_starts() -> None:
     baseline, candidate = experiment.baseline, experiment.candidate
     stripped = (without_starts(baseline), without_starts(candidate))
     assert torchscan.validate_report(stripped[0]) == "benchmark"
-    for paired in (False, True):
-        with_field = compare_benchmarks(baseline, candidate, seed=1, paired=paired)
-        without_field = compare_benchmarks(*stripped, seed=1, paired=paired)
-        assert with_field == without_field
-        assert "block_starts_s" not in json.dumps(with_field)
+    with_field = compare_benchmarks(baseline, candidate, seed=1, paired=True)
+    assert with_field == compare_benchmarks(*stripped, seed=1, paired=True)
+    assert "block_starts_s" not in json.dumps(with_field)
     # What compare_workloads returned is what the reports give without the field.
     assert experiment.comparison == compare_benchmarks(
         *stripped, check=experiment.check, seed=5, paired=True
     )
+    # Apart, a report's span runs from its first block's start to its last block's end, or is
+    # the sum of its blocks without starts: these reports are far too short either way, and the
+    # reason gives the span each way.
+    timing = baseline["timing"]
+    assert timing is not None and timing.get("block_starts_s") is not None
+    starts, durations = timing["block_starts_s"], timing["block_durations_s"]
+    assert starts is not None
+    for reports, span in (
+        ((baseline, candidate), starts[-1] + durations[-1]),
+        (stripped, sum(durations)),
+    ):
+        apart = compare_benchmarks(*reports)
+        latency = apart["deltas"][0]
+        assert latency["verdict"] == "inconclusive"
+        assert latency["ratio_ci_low"] is None and latency["ratio_ci_high"] is None
+        assert latency["reason"] is not None
+        assert f"{span:.3f} s of timed blocks, less than 0.9 s" in latency["reason"]
 
 
 def test_a_block_read_as_zero_nanoseconds_keeps_the_next_start_after_it() -> None:

@@ -48,10 +48,17 @@ def test_failed_check_withholds_deltas_and_no_check_is_unchecked() -> None:
     report = compare_benchmarks(example_report_text(), scaled(0.5), check=failed)
     assert report["verdict"] == "withheld"
     assert {d["status"] for d in report["deltas"]} == {"withheld"}
-    unchecked = compare_benchmarks(example_report_text(), scaled(0.5))
+    unchecked = compare_benchmarks(example_report_text(), scaled(2.0))
     assert unchecked["check"]["status"] == "unchecked"
-    assert unchecked["verdict"] == "faster"
+    assert unchecked["verdict"] == "slower"
     assert "unchecked" in [d["code"] for d in unchecked["diagnostics"]]
+    # Twice as fast, but the faster report lasts 0.57 s: too short to estimate its drift.
+    short = compare_benchmarks(example_report_text(), scaled(0.5))
+    assert short["verdict"] == "inconclusive"
+    reason = short["deltas"][0]["reason"]
+    assert reason is not None
+    assert reason.startswith("the candidate report is too short to estimate the drift")
+    assert "0.573 s of timed blocks, less than 0.9 s" in reason
 
 
 def test_different_work_is_refused() -> None:

@@ -441,3 +441,113 @@ def test_processes_spinning_on_every_core_raise_other_cpu_use_and_add_noisy_mach
     assert len(noisy) == 1
     assert "machine_other_cpu_ratio" in noisy[0]["message"]
     assert torchscan.validate_report(report) == "benchmark"
+
+
+LONG_FIXTURE = Path(__file__).parent / "fixtures" / "reports" / "benchmark_readme_cpu_1s.json"
+
+
+def _long_report_with(key: str, value: float) -> dict:  # type: ignore[type-arg]
+    report = json.loads(LONG_FIXTURE.read_text(encoding="utf-8"))
+    report["metrics"][key]["value"] = value
+    report["metrics"][key]["known_value"] = value
+    assert torchscan.validate_report(report) == "benchmark"
+    return report  # type: ignore[no-any-return]
+
+
+def test_a_comparison_calls_a_report_noisy_exactly_where_the_report_would() -> None:
+    from torchscan.noise import (
+        NOISY_CONTEXT_SWITCHES_PER_S,
+        NOISY_OTHER_CPU_RATIO,
+        NOISY_STEAL_RATIO,
+    )
+
+    quiet = json.loads(LONG_FIXTURE.read_text(encoding="utf-8"))
+    timing = quiet["timing"]
+    span = timing["block_starts_s"][-1] + timing["block_durations_s"][-1]
+    switches_at_threshold = int(NOISY_CONTEXT_SWITCHES_PER_S * span)
+    cases = [
+        ("machine_other_cpu_ratio", NOISY_OTHER_CPU_RATIO, NOISY_OTHER_CPU_RATIO + 0.001),
+        ("cpu_steal_ratio", NOISY_STEAL_RATIO, NOISY_STEAL_RATIO + 0.001),
+        ("involuntary_context_switches", switches_at_threshold, switches_at_threshold + 2),
+    ]
+    for key, at_threshold, past_threshold in cases:
+        for value, noisy in ((at_threshold, False), (past_threshold, True)):
+            report = _long_report_with(key, value)
+            # The report's own diagnostic, as measure_workload writes it, over the same span.
+            assert (noisy_machine_diagnostic(report["metrics"], span) is not None) == noisy
+            comparison = torchscan.compare_benchmarks(quiet, report)
+            codes = [d["code"] for d in comparison["diagnostics"]]
+            assert codes.count("noisy_machine") == int(noisy), (key, value)
+            latency = comparison["deltas"][0]
+            if noisy:
+                assert key in comparison["diagnostics"][-1]["message"]
+                assert latency["reason"] is not None
+                assert latency["reason"].startswith("measured apart on a noisy machine")
+                assert comparison["verdict"] == "inconclusive"
+            else:
+                # Quiet: the verdict is the interval's own (this 1 s report starts with a few
+                # slower blocks, so its drift makes even a comparison with itself inconclusive).
+                assert latency["reason"] is None
+                assert (
+                    comparison["verdict"] == torchscan.compare_benchmarks(quiet, quiet)["verdict"]
+                )
+            assert torchscan.validate_report(comparison) == "benchmark_comparison"
+
+
+@pytest.mark.skipif(not ON_LINUX, reason="the noise metrics are read from /proc on Linux only")
+def test_verdicts_under_spinning_processes_name_the_noise_apart_and_interleaved() -> None:
+    import os
+
+    a = torch.ones(64, 64)
+    settings = {"min_time_s": 1.0, "max_time_s": 5.0, "min_blocks": 24, "warmup_time_s": 0.05}
+    quiet = measure_workload(lambda: a @ a, print_summary=False, metrics=["latency"], **settings)
+    burners = [
+        subprocess.Popen(
+            [sys.executable, "-c", _BURNER],
+            stdout=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+        )
+        for _ in range(len(os.sched_getaffinity(0)))
+    ]
+    try:
+        for burner in burners:
+            assert burner.stdout is not None
+            assert burner.stdout.readline() == "spinning\n"
+        time.sleep(0.1)
+        busy = measure_workload(lambda: a @ a, print_summary=False, metrics=["latency"], **settings)
+        experiment = compare_workloads(
+            lambda: a @ a,
+            lambda: a @ a,
+            rtol=0.0,
+            atol=0.0,
+            print_summary=False,
+            metrics=["latency"],
+            **FAST,
+        )
+    finally:
+        for burner in burners:
+            burner.kill()
+        for burner in burners:
+            burner.wait(timeout=30)
+            if burner.stdout is not None:
+                burner.stdout.close()
+    assert any(d["code"] == "noisy_machine" for d in busy["diagnostics"])
+    # Apart: the same code measured quiet and busy is never called a change the noise explains,
+    # nor no change.
+    apart = torchscan.compare_benchmarks(quiet, busy)
+    assert apart["verdict"] == "inconclusive", apart["deltas"][0]
+    reason = apart["deltas"][0]["reason"]
+    assert reason is not None and "machine_other_cpu_ratio" in reason
+    # One diagnostic per noisy side (the quiet side is noisy too if other work ran meanwhile).
+    noisy_sides = sum(
+        any(d["code"] == "noisy_machine" for d in side["diagnostics"]) for side in (quiet, busy)
+    )
+    assert [d["code"] for d in apart["diagnostics"]].count("noisy_machine") == noisy_sides
+    # Interleaved: the load fell on both sides; the reason and a diagnostic per side say so.
+    comparison = experiment.comparison
+    assert [d["code"] for d in comparison["diagnostics"]].count("noisy_machine") == 2
+    reason = comparison["deltas"][0]["reason"]
+    assert reason is not None and "interleaved" in reason
+    for report in (apart, comparison):
+        assert torchscan.validate_report(report) == "benchmark_comparison"

@@ -99,10 +99,17 @@ def compare_benchmarks(
     """Compare a candidate benchmark with a baseline; return a ``benchmark_comparison`` report.
 
     Computed in the core: for latency and throughput the ratio candidate / baseline with a
-    percentile bootstrap interval over the timed blocks (seeded by ``seed``, so the same reports
-    give the same result) and a verdict (``faster``, ``slower``, ``no_detectable_change`` or
+    confidence interval and a verdict (``faster``, ``slower``, ``no_detectable_change`` or
     ``inconclusive``) that needs both significance and a change of at least ``min_effect``; for
-    first call, operator FLOPs and memory, deltas when both sides are complete. ``check`` is the
+    first call, operator FLOPs and memory, deltas when both sides are complete. Reports measured
+    apart get an interval that includes the machine's drift (batch means over time-ordered
+    segments of each report's blocks, Welch's t interval; closed form, so the same reports give
+    the same result); a report shorter than 1 s or 24 blocks gives ``inconclusive`` with a
+    ``reason`` that says how long to measure. A side timed on a noisy machine (other processes
+    above 10% of all CPU time, steal above 2%, more than 50 involuntary context switches per
+    second, or a ``noisy_machine`` diagnostic) adds a ``noisy_machine`` diagnostic; measured
+    apart, it allows ``faster`` or ``slower`` only for an effect beyond what the noise explains,
+    and never ``no_detectable_change``. Each timing delta names its ``method``. ``check`` is the
     ``output_check`` report of :func:`~torchscan.check_outputs`: when it failed every delta is
     withheld; without it the comparison is ``unchecked``. A passing check does not establish
     task accuracy. Reports that count different work are refused with
@@ -110,10 +117,11 @@ def compare_benchmarks(
 
     ``paired=True`` is for two reports of one interleaved run (as
     :func:`~torchscan.compare_workloads` makes them), where block ``i`` of each side ran in the
-    same round: rounds are resampled whole, and the latency interval is that of the median of
-    per-round ratios, in which drift of the machine cancels. It needs the same number of blocks
-    on both sides (otherwise :class:`ReportComparisonError`) and is noted in the report's
-    diagnostics.
+    same round: rounds are resampled whole (a percentile bootstrap seeded by ``seed``), and the
+    latency interval is that of the median of per-round ratios, in which drift of the machine
+    cancels; a noisy machine is named but weighs on both sides alike. It needs the same number
+    of blocks on both sides (otherwise :class:`ReportComparisonError`) and is noted in the
+    report's diagnostics.
 
     The options must be in range, or :class:`~torchscan.InvalidArgumentError` names the one that
     is not: ``confidence_level`` a number in (0, 1); ``bootstrap_resamples`` an integer from 1 to

@@ -591,7 +591,13 @@ class CheckSummary(TypedDict):
 
 
 class MetricDelta(TypedDict):
-    """The change of one metric from baseline to candidate."""
+    """The change of one metric from baseline to candidate.
+
+    ``reason`` says why the delta is null, or, for a latency or throughput delta that is given,
+    why its verdict is weaker than its interval alone would make it. ``method`` (latency and
+    throughput only) names how the interval was computed and what it assumes; reports written
+    before it was recorded lack it.
+    """
 
     metric: str
     unit: str
@@ -604,6 +610,7 @@ class MetricDelta(TypedDict):
     ratio_ci_high: float | None
     verdict: Verdict | None
     reason: str | None
+    method: NotRequired[str | None]
 
 
 class ComparisonSettings(TypedDict):

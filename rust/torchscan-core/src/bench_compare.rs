@@ -12,7 +12,7 @@ use crate::schema::comparison::{
     ComparisonSettings, DeltaStatus, MetricDelta, Verdict,
 };
 use crate::schema::output_check::OutputCheckReport;
-use crate::stats;
+use crate::{drift, stats};
 
 /// The most bootstrap resamples a comparison accepts: more would only cost time and memory.
 pub const MAX_BOOTSTRAP_RESAMPLES: u64 = 1_000_000;
@@ -115,36 +115,6 @@ impl SplitMix64 {
 fn block_means(report: &BenchmarkReport) -> Option<Vec<f64>> {
     let timing = report.timing.as_ref()?;
     stats::per_call_means(&timing.block_durations_s, timing.calls_per_block).ok()
-}
-
-fn resample(values: &[f64], rng: &mut SplitMix64, buffer: &mut Vec<f64>) {
-    buffer.clear();
-    buffer.extend((0..values.len()).map(|_| values[rng.index(values.len())]));
-}
-
-/// The percentile bootstrap interval of `statistic(candidate) / statistic(baseline)`.
-fn ratio_interval(
-    baseline: &[f64],
-    candidate: &[f64],
-    statistic: impl Fn(&[f64]) -> Option<f64>,
-    options: &CompareOptions,
-    rng: &mut SplitMix64,
-) -> Option<(f64, f64)> {
-    let mut ratios = Vec::with_capacity(options.bootstrap_resamples as usize);
-    let (mut left, mut right) = (Vec::new(), Vec::new());
-    for _ in 0..options.bootstrap_resamples {
-        resample(baseline, rng, &mut left);
-        resample(candidate, rng, &mut right);
-        if let (Some(base), Some(cand)) = (statistic(&left), statistic(&right))
-            && base > 0.0
-        {
-            ratios.push(cand / base);
-        }
-    }
-    let tail = (1.0 - options.confidence_level) / 2.0;
-    let low = stats::quantile(&ratios, tail).ok()?;
-    let high = stats::quantile(&ratios, 1.0 - tail).ok()?;
-    Some((low, high))
 }
 
 /// The percentile bootstrap interval of `statistic(baseline, candidate)` over whole rounds: the
@@ -250,6 +220,7 @@ fn not_given(metric: &str, unit: &str, status: DeltaStatus, reason: String) -> M
             None
         },
         reason: Some(reason),
+        method: None,
     }
 }
 
@@ -272,6 +243,7 @@ fn plain_delta(metric: &str, baseline: &MetricResult, candidate: &MetricResult) 
             ratio_ci_high: None,
             verdict: None,
             reason: None,
+            method: None,
         },
         _ => {
             let weaker = baseline.status.weaker(candidate.status);
@@ -348,6 +320,185 @@ fn shown_json(value: &serde_json::Value) -> String {
         serde_json::Value::String(text) => text.clone(),
         other => other.to_string(),
     }
+}
+
+/// A report is noisy when other processes used more than this share of all CPU time while it
+/// was timed (the threshold of its `noisy_machine` diagnostic).
+pub const NOISY_OTHER_CPU_RATIO: f64 = 0.10;
+/// A report is noisy when the hypervisor stole more than this share of all CPU time.
+pub const NOISY_STEAL_RATIO: f64 = 0.02;
+/// A report is noisy when its timing thread was preempted more often than this per second.
+pub const NOISY_CONTEXT_SWITCHES_PER_S: f64 = 50.0;
+
+/// The largest share of the machine that the noise allowance counts as taken by others: past
+/// it, the allowance (a factor of 20) would forbid every verdict of change anyway.
+pub const MAX_NOISE_SHARE: f64 = 0.95;
+
+/// The timed span of a report in seconds: from its first block's start to its last block's end
+/// (the sum of block durations when the report predates `block_starts_s`).
+fn timed_span_s(report: &BenchmarkReport) -> Option<f64> {
+    let timing = report.timing.as_ref()?;
+    match &timing.block_starts_s {
+        Some(starts) => {
+            let last = starts.len().checked_sub(1)?;
+            Some(starts[last] + timing.block_durations_s.get(last)?)
+        }
+        None => Some(timing.block_durations_s.iter().sum()),
+    }
+}
+
+/// What competed with one side while it was timed, as a comparison weighs it.
+struct SideNoise {
+    /// The noise metrics past their thresholds, as text.
+    passed: Vec<String>,
+    /// The slowdown the noise can explain, as a factor: `1 / (1 - a)`, where `a` is other
+    /// processes' share of all CPU time plus steal (at least [`NOISY_OTHER_CPU_RATIO`], at most
+    /// [`MAX_NOISE_SHARE`]): the workload got at least `1 - a` of the machine it would have had.
+    allowance: f64,
+}
+
+fn complete_value(metric: Option<&MetricResult>) -> Option<f64> {
+    metric
+        .filter(|metric| metric.status == MetricStatus::Complete)
+        .and_then(|metric| metric.value)
+}
+
+/// The side's noise when it passed a threshold or the report carries `noisy_machine`.
+fn side_noise(report: &BenchmarkReport) -> Option<SideNoise> {
+    let metrics = &report.metrics;
+    let other = complete_value(metrics.machine_other_cpu_ratio.as_ref());
+    let steal = complete_value(metrics.cpu_steal_ratio.as_ref());
+    let switches = complete_value(metrics.involuntary_context_switches.as_ref());
+    let mut passed = Vec::new();
+    if let Some(other) = other.filter(|other| *other > NOISY_OTHER_CPU_RATIO) {
+        passed.push(format!(
+            "machine_other_cpu_ratio {other:.3} > {NOISY_OTHER_CPU_RATIO:.2}"
+        ));
+    }
+    if let Some(steal) = steal.filter(|steal| *steal > NOISY_STEAL_RATIO) {
+        passed.push(format!(
+            "cpu_steal_ratio {steal:.3} > {NOISY_STEAL_RATIO:.2}"
+        ));
+    }
+    if let (Some(switches), Some(span)) = (switches, timed_span_s(report))
+        && span > 0.0
+        && switches / span > NOISY_CONTEXT_SWITCHES_PER_S
+    {
+        passed.push(format!(
+            "involuntary_context_switches {switches:.0} in {span:.2} s ({:.0} per second > \
+             {NOISY_CONTEXT_SWITCHES_PER_S:.0})",
+            switches / span
+        ));
+    }
+    let recorded = report
+        .diagnostics
+        .iter()
+        .any(|diagnostic| diagnostic.code == DiagnosticCode::NoisyMachine);
+    if passed.is_empty() {
+        if !recorded {
+            return None;
+        }
+        passed.push("its noisy_machine diagnostic".to_owned());
+    }
+    let share =
+        (other.unwrap_or(0.0) + steal.unwrap_or(0.0)).clamp(NOISY_OTHER_CPU_RATIO, MAX_NOISE_SHARE);
+    let allowance = 1.0 / (1.0 - share);
+    Some(SideNoise { passed, allowance })
+}
+
+/// The verdict of reports measured apart when a side was noisy: a change only where the whole
+/// interval lies beyond what the noise can explain on top of the minimum effect, and never
+/// `no_detectable_change`, since the noise can hide a change as well as fake one.
+fn noisy_verdict(
+    low: f64,
+    high: f64,
+    min_effect: f64,
+    allowance: f64,
+    lower_is_better: bool,
+) -> Verdict {
+    let (better, worse) = if lower_is_better {
+        (Verdict::Faster, Verdict::Slower)
+    } else {
+        (Verdict::Slower, Verdict::Faster)
+    };
+    if high < (1.0 - min_effect) / allowance {
+        better
+    } else if low > (1.0 + min_effect) * allowance {
+        worse
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+fn verdict_name(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Faster => "faster",
+        Verdict::Slower => "slower",
+        Verdict::NoDetectableChange => "no_detectable_change",
+        Verdict::Inconclusive => "inconclusive",
+        Verdict::Withheld => "withheld",
+    }
+}
+
+/// The interval of reports measured apart (see [`crate::drift`]), or why there is none.
+fn apart_interval(
+    baseline: (&[f64], Option<f64>),
+    candidate: (&[f64], Option<f64>),
+    latency: bool,
+    confidence_level: f64,
+) -> Result<(f64, f64, String), String> {
+    let statistic = if latency {
+        drift::Statistic::Median
+    } else {
+        drift::Statistic::Mean
+    };
+    let cut = |side: &str, (means, span): (&[f64], Option<f64>)| match drift::segments(
+        means,
+        span.unwrap_or(0.0),
+        statistic,
+    ) {
+        Some(Ok(segments)) => Ok(segments),
+        Some(Err(short)) => Err(format!(
+            "the {side} report is too short to estimate the drift of the machine: {}",
+            short.advice()
+        )),
+        None => Err(format!(
+            "the {side} report has a block mean that is not positive"
+        )),
+    };
+    let (base, cand) = match (cut("baseline", baseline), cut("candidate", candidate)) {
+        (Ok(base), Ok(cand)) => (base, cand),
+        (Err(why), Ok(_)) | (Ok(_), Err(why)) => return Err(why),
+        (Err(base), Err(cand)) => return Err(format!("{base}; {cand}")),
+    };
+    let found = drift::interval(&base, &cand, confidence_level)
+        .ok_or_else(|| "the interval does not fit in a finite float".to_owned())?;
+    let (low, high) = if latency {
+        (found.low, found.high)
+    } else {
+        // Throughput is proportional to the inverse of the mean time per call.
+        (1.0 / found.high, 1.0 / found.low)
+    };
+    let method = format!(
+        "measured apart: Welch's t interval at {}% of the ratio of {} per call, from batch means \
+         over {} and {} time-ordered segments of consecutive blocks (one value per segment, the \
+         log of its {}; variance between segments inflated by their lag-1 autocorrelation, {:.2} \
+         and {:.2}; {:.1} degrees of freedom); assumes the machine drifted between the two \
+         reports as it did within each, so drift slower than a report is not in the interval",
+        confidence_level * 100.0,
+        if latency {
+            "median times"
+        } else {
+            "throughputs (inverse mean times)"
+        },
+        base.values.len(),
+        cand.values.len(),
+        if latency { "median" } else { "mean" },
+        base.autocorrelation,
+        cand.autocorrelation,
+        found.degrees_of_freedom,
+    );
+    Ok((low, high, method))
 }
 
 fn check_options(options: &CompareOptions) -> Result<(), BenchCompareError> {
@@ -489,6 +640,20 @@ pub fn compare_benchmarks_with(
     let mut overall = Verdict::Inconclusive;
     let mut rng = SplitMix64(options.seed);
     let samples = (block_means(baseline), block_means(candidate));
+    let spans = (timed_span_s(baseline), timed_span_s(candidate));
+    let noise: Vec<(&str, SideNoise)> = [("baseline", baseline), ("candidate", candidate)]
+        .into_iter()
+        .filter_map(|(side, report)| side_noise(report).map(|noise| (side, noise)))
+        .collect();
+    let allowance = noise
+        .iter()
+        .map(|(_, noise)| noise.allowance)
+        .fold(1.0_f64, f64::max);
+    let noise_text = noise
+        .iter()
+        .map(|(side, noise)| format!("the {side}: {}", noise.passed.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
     for (metric, base, cand) in names {
         if failed {
             deltas.push(not_given(
@@ -501,47 +666,119 @@ pub fn compare_benchmarks_with(
             continue;
         }
         let mut delta = plain_delta(metric, base, cand);
+        let latency = metric == "latency";
         if delta.status == DeltaStatus::Complete
-            && (metric == "latency" || metric == "throughput")
+            && (latency || metric == "throughput")
             && let (Some(base_means), Some(cand_means)) = (&samples.0, &samples.1)
         {
-            let interval = match (pairing, metric == "latency") {
-                (Pairing::Independent, true) => ratio_interval(
-                    base_means,
-                    cand_means,
-                    |v| stats::median(v).ok(),
-                    options,
-                    &mut rng,
+            let interval = match pairing {
+                Pairing::Independent => apart_interval(
+                    (base_means, spans.0),
+                    (cand_means, spans.1),
+                    latency,
+                    options.confidence_level,
                 ),
-                // Throughput is proportional to calls / time: the inverse of the mean per call.
-                (Pairing::Independent, false) => ratio_interval(
-                    base_means,
-                    cand_means,
-                    |v| stats::mean(v).ok().filter(|m| *m > 0.0).map(|m| 1.0 / m),
-                    options,
-                    &mut rng,
-                ),
-                (Pairing::Rounds, true) => {
-                    paired_interval(base_means, cand_means, median_of_ratios, options, &mut rng)
-                }
-                (Pairing::Rounds, false) => {
-                    paired_interval(base_means, cand_means, throughput_ratio, options, &mut rng)
+                Pairing::Rounds => {
+                    let found = if latency {
+                        paired_interval(base_means, cand_means, median_of_ratios, options, &mut rng)
+                    } else {
+                        paired_interval(base_means, cand_means, throughput_ratio, options, &mut rng)
+                    };
+                    let method = format!(
+                        "one interleaved run: percentile bootstrap interval at {}% of {} over \
+                         the {} rounds resampled whole ({} resamples, seed {}); the machine's \
+                         drift and load fall on both blocks of a round alike",
+                        options.confidence_level * 100.0,
+                        if latency {
+                            "the median of per-round ratios of time per call"
+                        } else {
+                            "the ratio of throughputs (inverse mean times per call)"
+                        },
+                        base_means.len().min(cand_means.len()),
+                        options.bootstrap_resamples,
+                        options.seed,
+                    );
+                    found
+                        .map(|(low, high)| (low, high, method))
+                        .ok_or_else(|| "no resample gave a finite ratio".to_owned())
                 }
             };
-            if let Some((low, high)) = interval {
-                delta.ratio_ci_low = Some(low);
-                delta.ratio_ci_high = Some(high);
-                let found = verdict(low, high, options.min_effect, metric == "latency");
-                delta.verdict = Some(found);
-                if metric == "latency" {
-                    overall = found;
+            let found = match interval {
+                Ok((low, high, method)) => {
+                    delta.ratio_ci_low = Some(low);
+                    delta.ratio_ci_high = Some(high);
+                    delta.method = Some(method);
+                    let plain = verdict(low, high, options.min_effect, latency);
+                    if noise.is_empty() {
+                        plain
+                    } else if pairing == Pairing::Rounds {
+                        delta.reason = Some(format!(
+                            "timed on a noisy machine ({noise_text}); the two sides were \
+                             interleaved, so the load fell on both blocks of each round alike \
+                             and the interval of per-round ratios includes its effect"
+                        ));
+                        plain
+                    } else {
+                        let weighed =
+                            noisy_verdict(low, high, options.min_effect, allowance, latency);
+                        delta.reason = Some(format!(
+                            "measured apart on a noisy machine ({noise_text}), the two \
+                             reports can differ by the noise alone, up to {:.2} times; a change \
+                             is called only when the whole interval lies beyond that and the \
+                             {}% minimum effect together, and no change is never concluded{}; \
+                             compare in one run (compare_workloads) or measure on a quiet \
+                             machine",
+                            allowance,
+                            options.min_effect * 100.0,
+                            if weighed == plain {
+                                String::new()
+                            } else {
+                                format!(" (the interval alone says {})", verdict_name(plain))
+                            },
+                        ));
+                        weighed
+                    }
                 }
+                Err(why) => {
+                    delta.method = Some(
+                        "measured apart: batch means over time-ordered segments of blocks \
+                         (not computed)"
+                            .to_owned(),
+                    );
+                    delta.reason = Some(why);
+                    Verdict::Inconclusive
+                }
+            };
+            delta.verdict = Some(found);
+            if latency {
+                overall = found;
             }
         }
         if metric == "throughput" {
             delta.unit = throughput_unit.clone();
         }
         deltas.push(delta);
+    }
+    if !failed {
+        for (side, side_noise) in &noise {
+            diagnostics.push(Diagnostic {
+                code: DiagnosticCode::NoisyMachine,
+                severity: Severity::Warning,
+                metric: Some("latency".to_owned()),
+                message: format!(
+                    "the {side} was timed on a noisy machine: {}; {}",
+                    side_noise.passed.join(", "),
+                    if pairing == Pairing::Rounds {
+                        "the sides were interleaved, so the load weighs on both alike"
+                    } else {
+                        "measured apart, a verdict of change needs an effect beyond the noise, \
+                         and no change is never concluded"
+                    }
+                ),
+                path: None,
+                operator: None,
+            });
+        }
     }
     if failed {
         overall = Verdict::Withheld;

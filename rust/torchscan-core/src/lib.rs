@@ -7,6 +7,7 @@
 
 pub mod bench_compare;
 pub mod compare;
+pub mod drift;
 pub mod files;
 #[doc(hidden)]
 pub mod fuzz_targets;

@@ -239,22 +239,33 @@ fn non_finite_starts_are_refused_by_path() {
 }
 
 #[test]
-fn starts_do_not_change_a_comparison() {
+fn starts_change_a_comparison_only_through_the_span() {
     let options = CompareOptions::default();
     let plain = fixture_text();
     let timed = with_starts(&starts_with_gap(2e-6));
-    let other_timed = with_starts(&starts_with_gap(0.125));
-    for pairing in [Pairing::Independent, Pairing::Rounds] {
-        let without = compare_benchmarks_json_with(&plain, &plain, None, &options, pairing)
-            .expect("comparable");
-        let with = compare_benchmarks_json_with(&timed, &other_timed, None, &options, pairing)
-            .expect("comparable");
-        let mixed = compare_benchmarks_json_with(&plain, &timed, None, &options, pairing)
-            .expect("comparable");
-        assert_eq!(without, with);
-        assert_eq!(without, mixed);
-        assert!(!with.contains("block_starts_s"));
-    }
+    let spread = with_starts(&starts_with_gap(0.03));
+    let other_spread = with_starts(&starts_with_gap(0.125));
+    let compare = |left: &str, right: &str, pairing| {
+        compare_benchmarks_json_with(left, right, None, &options, pairing).expect("comparable")
+    };
+    // Interleaved: starts play no part.
+    let without = compare(&plain, &plain, Pairing::Rounds);
+    assert_eq!(without, compare(&timed, &other_spread, Pairing::Rounds));
+    assert_eq!(without, compare(&plain, &timed, Pairing::Rounds));
+    assert!(!without.contains("block_starts_s"));
+    // Apart: the span decides whether a report is long enough (0.2 s of blocks back to back is
+    // not; with gaps of 30 ms or 125 ms between them it lasts 1.2 s or 4.2 s), and nothing else.
+    let short: Value =
+        serde_json::from_str(&compare(&plain, &timed, Pairing::Independent)).expect("JSON");
+    assert_eq!(short["verdict"], "inconclusive");
+    assert!(short["deltas"][0]["ratio_ci_low"].is_null());
+    assert_eq!(
+        compare(&spread, &spread, Pairing::Independent),
+        compare(&other_spread, &spread, Pairing::Independent)
+    );
+    let long: Value =
+        serde_json::from_str(&compare(&spread, &other_spread, Pairing::Independent)).expect("JSON");
+    assert!(long["deltas"][0]["ratio_ci_low"].is_f64());
     assert_eq!(
         compare_benchmarks_json(&timed, &timed, None, &options).expect("comparable"),
         compare_benchmarks_json(&plain, &plain, None, &options).expect("comparable")

@@ -396,6 +396,8 @@ fn render_exit_codes() {
 }
 
 const BASELINE: &str = "reports/benchmark_readme_cpu.json";
+/// A report long enough (1 s, 43 blocks) for a comparison measured apart to estimate its drift.
+const LONG_BASELINE: &str = "reports/benchmark_readme_cpu_1s.json";
 const CHECK_PASSED: &str = "reports/output_check_passed.json";
 const CHECK_FAILED: &str = "reports/output_check_failed.json";
 
@@ -418,11 +420,19 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// The baseline with every timed block `factor` times as long, as a new benchmark report.
+/// The long baseline with every timed block `factor` times as long (and its starts moved to
+/// match), as a new benchmark report.
 fn scaled_baseline(factor: f64) -> String {
     let mut report: serde_json::Value =
-        serde_json::from_str(&read(&fixture_str(BASELINE))).expect("JSON");
+        serde_json::from_str(&read(&fixture_str(LONG_BASELINE))).expect("JSON");
     let timing = &mut report["timing"];
+    let starts: Vec<f64> = timing["block_starts_s"]
+        .as_array()
+        .expect("starts")
+        .iter()
+        .map(|v| v.as_f64().expect("number") * factor)
+        .collect();
+    timing["block_starts_s"] = serde_json::json!(starts);
     let blocks: Vec<f64> = timing["block_durations_s"]
         .as_array()
         .expect("blocks")
@@ -604,7 +614,7 @@ fn compare_gate_fails_on_a_named_verdict_after_writing_the_output() {
     let slower = slower.to_string_lossy().into_owned();
     let validated = run(&["validate", &slower], None);
     assert_eq!(validated.status.code(), Some(0), "{}", stdout(&validated));
-    let baseline = fixture_str(BASELINE);
+    let baseline = fixture_str(LONG_BASELINE);
     let out = dir.join("comparison.json");
     let out_arg = out.to_string_lossy().into_owned();
     let gated = run(

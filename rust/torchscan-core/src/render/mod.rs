@@ -990,6 +990,7 @@ fn comparison_page(page: &mut Page, report: &BenchmarkComparisonReport) {
                     d.verdict
                         .map_or_else(|| "-".to_owned(), |v| verdict_words(v).to_owned()),
                     d.reason.clone().unwrap_or_default(),
+                    d.method.clone().unwrap_or_default(),
                 ],
                 bar: None,
             }
@@ -1008,8 +1009,9 @@ fn comparison_page(page: &mut Page, report: &BenchmarkComparisonReport) {
                 "Ratio [CI]",
                 "Verdict",
                 "Reason",
+                "Method",
             ],
-            numeric: vec![false, false, true, true, true, true, false, false],
+            numeric: vec![false, false, true, true, true, true, false, false, false],
             rows,
         }),
         ..Section::default()

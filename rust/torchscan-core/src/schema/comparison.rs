@@ -89,9 +89,15 @@ pub struct MetricDelta {
     pub ratio_ci_high: Option<f64>,
     /// The verdict for this metric (timing metrics only).
     pub verdict: Option<Verdict>,
-    /// Why the delta is null.
+    /// Why the delta is null; for a timing delta that is given, why its verdict is weaker than
+    /// its interval alone would make it (a report too short to estimate its drift, a noisy
+    /// machine), or what limits it.
     #[serde(default)]
     pub reason: Option<String>,
+    /// How the interval and the verdict were computed, with the method's assumptions (timing
+    /// metrics only). Absent in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 /// How the comparison was computed.
@@ -100,9 +106,10 @@ pub struct MetricDelta {
 pub struct ComparisonSettings {
     /// Confidence level of the intervals, in (0, 1).
     pub confidence_level: f64,
-    /// Bootstrap resamples over block durations.
+    /// Bootstrap resamples over rounds, for the intervals of one interleaved run (reports measured
+    /// apart use a closed-form interval).
     pub bootstrap_resamples: u64,
-    /// Seed of the bootstrap, so the result is deterministic.
+    /// Seed of the bootstrap of one interleaved run, so the result is deterministic.
     pub seed: u64,
     /// Smallest relative change that counts, for example 0.02.
     pub min_effect: f64,

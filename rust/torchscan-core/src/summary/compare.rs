@@ -133,6 +133,11 @@ pub(super) fn summarize_comparison(out: &mut String, report: &BenchmarkCompariso
             ),
         };
         push_line(out, 2, &line);
+        if delta.status == DeltaStatus::Complete
+            && let Some(reason) = &delta.reason
+        {
+            push_line(out, 4, &format!("why: {reason}"));
+        }
     }
     push_diagnostics(out, &report.diagnostics);
 }
