@@ -113,6 +113,21 @@ def without_starts(report: BenchmarkReport) -> BenchmarkReport:
     return stripped
 
 
+def without_noise(report: BenchmarkReport) -> BenchmarkReport:
+    """The report as written before noise was recorded: no noise metrics, no noisy_machine."""
+    stripped: Any = copy.deepcopy(report)
+    for key in (
+        "machine_other_cpu_ratio",
+        "cpu_steal_ratio",
+        "involuntary_context_switches",
+        "cpu_frequency",
+    ):
+        stripped["metrics"].pop(key, None)
+    stripped["diagnostics"] = [d for d in stripped["diagnostics"] if d["code"] != "noisy_machine"]
+    assert torchscan.validate_report(stripped) == "benchmark"
+    return stripped  # type: ignore[no-any-return]
+
+
 def test_paired_comparisons_ignore_starts_and_apart_ones_use_only_the_span() -> None:
     workload = matmul()
     experiment = compare_workloads(
@@ -121,12 +136,17 @@ def test_paired_comparisons_ignore_starts_and_apart_ones_use_only_the_span() -> 
     baseline, candidate = experiment.baseline, experiment.candidate
     stripped = (without_starts(baseline), without_starts(candidate))
     assert torchscan.validate_report(stripped[0]) == "benchmark"
-    with_field = compare_benchmarks(baseline, candidate, seed=1, paired=True)
-    assert with_field == compare_benchmarks(*stripped, seed=1, paired=True)
+    # Reports as written before starts and noise existed, with and without starts added back:
+    # the same paired comparison. (With noise metrics, the switch rate of a noisy side is per
+    # second of the span, which starts make exact.)
+    old = tuple(without_noise(report) for report in stripped)
+    old_with_starts = tuple(without_noise(report) for report in (baseline, candidate))
+    with_field = compare_benchmarks(*old_with_starts, seed=1, paired=True)
+    assert with_field == compare_benchmarks(*old, seed=1, paired=True)
     assert "block_starts_s" not in json.dumps(with_field)
-    # What compare_workloads returned is what the reports give without the field.
+    # What compare_workloads returned is what its reports give.
     assert experiment.comparison == compare_benchmarks(
-        *stripped, check=experiment.check, seed=5, paired=True
+        baseline, candidate, check=experiment.check, seed=5, paired=True
     )
     # Apart, a report's span runs from its first block's start to its last block's end, or is
     # the sum of its blocks without starts: these reports are far too short either way, and the
