@@ -63,11 +63,11 @@ from typing import Any
 import torch
 
 import torchscan
-from torchscan.timing import TimingBudget, run_interleaved_timing
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import finish, machine  # noqa: E402
+from bench_experiments import _interleaved_ratio  # noqa: E402
 
 SIZE = 256
 SLOWDOWNS = {"10%": 1.10, "5%": 1.05}
@@ -134,21 +134,6 @@ def _workloads() -> tuple[Callable[[], Any], Callable[[int], Callable[[], Any]]]
         return candidate
 
     return baseline, slower
-
-
-def _interleaved_ratio(
-    baseline: Callable[[], Any], candidate: Callable[[], Any], seconds: float
-) -> float:
-    runs = run_interleaved_timing(
-        [baseline, candidate],
-        torch.device("cpu"),
-        TimingBudget(min_time_s=seconds, max_time_s=seconds * 3, min_blocks=100),
-        first_calls_s=[0.0, 0.0],
-        order_seed=1,
-    )
-    base = [d / runs[0].calls_per_block for d in runs[0].block_durations_s]
-    cand = [d / runs[1].calls_per_block for d in runs[1].block_durations_s]
-    return statistics.median(c / b for b, c in zip(base, cand, strict=True))
 
 
 def calibrate(

@@ -430,16 +430,6 @@ fn noisy_verdict(
     }
 }
 
-fn verdict_name(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Faster => "faster",
-        Verdict::Slower => "slower",
-        Verdict::NoDetectableChange => "no_detectable_change",
-        Verdict::Inconclusive => "inconclusive",
-        Verdict::Withheld => "withheld",
-    }
-}
-
 /// The interval of reports measured apart (see [`crate::drift`]), or why there is none.
 fn apart_interval(
     baseline: (&[f64], Option<f64>),
@@ -733,7 +723,7 @@ pub fn compare_benchmarks_with(
                             if weighed == plain {
                                 String::new()
                             } else {
-                                format!(" (the interval alone says {})", verdict_name(plain))
+                                format!(" (the interval alone says {})", plain.as_str())
                             },
                         ));
                         weighed

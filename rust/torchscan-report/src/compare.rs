@@ -93,16 +93,6 @@ impl GateVerdict {
     }
 }
 
-fn verdict_name(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Faster => "faster",
-        Verdict::Slower => "slower",
-        Verdict::NoDetectableChange => "no_detectable_change",
-        Verdict::Inconclusive => "inconclusive",
-        Verdict::Withheld => "withheld",
-    }
-}
-
 fn parse_number(text: &str) -> Result<f64, String> {
     text.parse::<f64>()
         .map_err(|_| format!("`{text}` is not a number"))
@@ -252,7 +242,7 @@ pub fn compare(
         return Ok(written);
     }
     if args.fail_on.iter().any(|gate| gate.matches(verdict)) {
-        let name = verdict_name(verdict);
+        let name = verdict.as_str();
         writeln!(
             stderr,
             "torchscan-report: the verdict is `{name}`, which --fail-on rejects"
@@ -296,7 +286,7 @@ mod tests {
                 );
             }
             let spelled = gate.to_possible_value().expect("a value");
-            assert_eq!(spelled.get_name(), verdict_name(own));
+            assert_eq!(spelled.get_name(), own.as_str());
         }
     }
 }

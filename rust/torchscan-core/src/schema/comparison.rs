@@ -51,6 +51,19 @@ pub enum Verdict {
     Withheld,
 }
 
+impl Verdict {
+    /// The verdict's name as reports write it, for example `no_detectable_change`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoDetectableChange => "no_detectable_change",
+            Verdict::Inconclusive => "inconclusive",
+            Verdict::Withheld => "withheld",
+        }
+    }
+}
+
 /// The status of a delta: a metric status, or `withheld` when the output check failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
