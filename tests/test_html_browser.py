@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from torchscan import render_report, validate_report
+from torchscan import compare_benchmarks, render_report, validate_report
 
 from .conftest import ROOT
 
@@ -284,6 +284,7 @@ FACTS_SCRIPT = """JSON.stringify({
   medianLines: document.querySelectorAll('svg line.med').length,
   bars: document.querySelectorAll('span.bar').length,
   tableRows: document.querySelectorAll('tbody tr').length,
+  differs: Array.from(document.querySelectorAll('tr.differs'), e => e.innerText),
   scripts: document.querySelectorAll('script').length,
   images: document.querySelectorAll('img, iframe, object, embed').length,
   injected: typeof window.__torchscanInjected,
@@ -488,12 +489,12 @@ def key_texts(report: dict[str, Any]) -> list[str]:
     elif kind == "output_check":
         texts += ["Outputs match" if report["passed"] else "Outputs differ"]
     elif kind == "benchmark_comparison":
-        texts += [f"Verdict: {report['verdict'].replace('_', ' ')}", "Deltas"]
+        texts += [f"Verdict: {report['verdict'].replace('_', ' ')}", "Deltas", "Contexts"]
         texts += [delta["metric"] for delta in report["deltas"]]
         if report["check"]["status"] == "failed":
             texts += ["Deltas withheld: the output check failed."]
     elif kind == "report_diff":
-        texts += [f"Layers added ({len(report['layers']['added'])})", "Layers changed"]
+        texts += [f"Layers added ({len(report['layers']['added'])})", "Layers changed", "Contexts"]
     return texts
 
 
@@ -535,6 +536,26 @@ def test_every_fixture_page_shows_its_report(browser: Browser, path: Path, tmp_p
 
     drawn = drawn_fraction(page.png)
     assert drawn > MIN_DRAWN_FRACTION, f"the page looks blank: {drawn:.1%} of pixels drawn"
+
+
+def test_a_comparison_page_marks_the_differing_contexts(browser: Browser, tmp_path: Path) -> None:
+    baseline = json.loads((ROOT / "tests/fixtures/reports/benchmark_readme_cpu.json").read_text())
+    candidate = json.loads(json.dumps(baseline))
+    candidate["context"]["torch_threads"] = 4
+    candidate["context"]["dtypes"] = ["torch.bfloat16"]
+    comparison = compare_benchmarks(baseline, candidate)
+    page_file = tmp_path / "comparison.html"
+    page_file.write_text(render_report(comparison), encoding="utf-8")
+    page = open_page(browser, page_file)
+
+    assert page.console_errors() == []
+    assert "unknown" not in page.facts["text"]
+    # The differing rows carry a visible marker in their text, not only a colour.
+    assert [" ".join(row.split()) for row in page.facts["differs"]] == [
+        "Threads 1 4 \u2260 differs",
+        "dtypes float32 bfloat16 \u2260 differs",
+    ]
+    assert "Device\tcpu\tcpu\tsame" in page.facts["text"]
 
 
 def test_an_empty_page_counts_as_blank(browser: Browser, tmp_path: Path) -> None:

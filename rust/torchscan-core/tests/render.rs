@@ -248,3 +248,100 @@ fn slow_outlier_blocks_sit_hollow_on_the_top_edge() {
     assert!(!page.contains("pt out"));
     assert!(!page.contains("drawn hollow"));
 }
+
+/// The rows of the page's contexts table: (setting, left, right, marked as differing).
+fn context_table_rows(html: &str) -> Vec<(String, String, String, bool)> {
+    let start = html
+        .find("<table class=\"sides\">")
+        .expect("a contexts table");
+    let table = &html[start..start + html[start..].find("</table>").expect("its end")];
+    let cell = |text: &str| text.replace("<strong>", "").replace("</strong>", "");
+    table
+        .lines()
+        .filter(|line| line.starts_with("<tr") && line.contains("<td>"))
+        .map(|line| {
+            let cells: Vec<String> = line
+                .split("<td")
+                .skip(1)
+                .map(|c| cell(&c[c.find('>').expect("a cell") + 1..c.find("</td>").expect("end")]))
+                .collect();
+            let differs = line.starts_with("<tr class=\"differs\">");
+            assert_eq!(cells[3], if differs { "&#8800; differs" } else { "same" });
+            (
+                cells[0].clone(),
+                cells[1].clone(),
+                cells[2].clone(),
+                differs,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_comparison_page_shows_both_contexts_with_the_differences_marked() {
+    // Reports compared as `compare_benchmarks` writes them: the comparison's own context records
+    // only the torchscan version; device, threads, torch and Python belong to the two sides.
+    let root = repo_root().join("tests/fixtures/reports");
+    let baseline = fs::read_to_string(root.join("benchmark_readme_cpu.json")).expect("fixture");
+    let mut candidate: Value = serde_json::from_str(&baseline).expect("JSON");
+    candidate["context"]["torch_threads"] = json!(4);
+    candidate["context"]["python_version"] = json!("3.12.1");
+    candidate["context"]["dtypes"] = json!(["torch.bfloat16"]);
+    let comparison = torchscan_core::bench_compare::compare_benchmarks_json(
+        &baseline,
+        &candidate.to_string(),
+        None,
+        &torchscan_core::bench_compare::CompareOptions::default(),
+    )
+    .expect("compared");
+    let own: Value = serde_json::from_str(&comparison).expect("JSON");
+    assert!(own["context"]["device"].is_null() && own["context"]["torch_threads"].is_null());
+    let html = render_report_json(&comparison).expect("renders");
+    // Nothing the two reports record is shown as unknown.
+    assert!(!html.contains("unknown"), "{html}");
+    let header = &html[html.find("<header>").expect("header")..html.find("</header>").unwrap()];
+    assert!(header.contains("<dt>torchscan</dt>"));
+    assert!(!header.contains("<dt>Device</dt>"));
+    let rows = context_table_rows(&html);
+    let row = |label: &str| {
+        rows.iter()
+            .find(|r| r.0 == label)
+            .map(|r| (r.1.as_str(), r.2.as_str(), r.3))
+            .unwrap_or_else(|| panic!("no row {label}: {rows:?}"))
+    };
+    assert_eq!(row("Device"), ("cpu", "cpu", false));
+    assert_eq!(row("Threads"), ("1", "4", true));
+    assert_eq!(row("torch"), ("2.15.0", "2.15.0", false));
+    assert_eq!(row("Python"), ("3.11.7", "3.12.1", true));
+    assert_eq!(row("dtypes"), ("float32", "bfloat16", true));
+    assert_eq!(row("Interop threads"), ("1", "1", false));
+    assert_eq!(rows.iter().filter(|r| r.3).count(), 3);
+    assert!(html.contains("3 settings differ (marked \u{2260})."));
+    // The text summary names the same differences.
+    let summary = torchscan_core::format_summary(&read_report(&comparison).expect("valid"));
+    assert!(
+        summary.contains(
+            "Contexts differ: Python 3.11.7 -> 3.12.1; Threads 1 -> 4; dtypes float32 -> bfloat16\n"
+        ),
+        "{summary}"
+    );
+}
+
+#[test]
+fn a_diff_page_shows_both_analyses_contexts() {
+    let root = repo_root().join("tests/fixtures/reports");
+    let before = fs::read_to_string(root.join("analysis_small_cnn.json")).expect("fixture");
+    let mut after: Value = serde_json::from_str(&before).expect("JSON");
+    after["context"]["torch_version"] = json!("2.16.0");
+    let diff = torchscan_core::compare_reports_json(&before, &after.to_string()).expect("diffed");
+    let html = render_report_json(&diff).expect("renders");
+    assert!(!html.contains("unknown"), "{html}");
+    let rows = context_table_rows(&html);
+    let torch = rows.iter().find(|r| r.0 == "torch").expect("torch row");
+    assert_eq!(
+        (torch.1.as_str(), torch.2.as_str(), torch.3),
+        ("2.15.0", "2.16.0", true)
+    );
+    assert_eq!(rows.iter().filter(|r| r.3).count(), 1);
+    assert!(html.contains("<th>Before</th><th>After</th>"));
+}

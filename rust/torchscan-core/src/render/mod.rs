@@ -27,7 +27,9 @@ use crate::schema::flops::{FlopReport, OperatorFlops};
 use crate::schema::output_check::OutputCheckReport;
 use crate::schema::peak_memory::PeakMemoryReport;
 use crate::stats;
-use crate::summary::{display_text, format_metric, group_thousands, noise_label, shape_text};
+use crate::summary::{
+    ContextRow, context_rows, display_text, format_metric, group_thousands, noise_label, shape_text,
+};
 
 const PAGE_TEMPLATE: &str = "page.html.j2";
 const PAGE_SOURCE: &str = include_str!("templates/page.html.j2");
@@ -158,6 +160,23 @@ struct Section {
     cards: Vec<Card>,
     chart: Option<Chart>,
     table: Option<Table>,
+    sides: Option<SideBySide>,
+}
+
+/// Two contexts side by side: one row per setting, the differing rows marked.
+#[derive(Debug, Serialize)]
+struct SideBySide {
+    left: &'static str,
+    right: &'static str,
+    rows: Vec<SideRow>,
+}
+
+#[derive(Debug, Serialize)]
+struct SideRow {
+    label: String,
+    left: String,
+    right: String,
+    differs: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -312,6 +331,50 @@ fn context_facts(context: &Context) -> Vec<Fact> {
     facts
 }
 
+/// The header of a report that compares two others: only what its own context records (the
+/// torchscan version that compared them), never `unknown` for what belongs to the two sides.
+fn recorded_context_facts(context: &Context) -> Vec<Fact> {
+    context_rows(context, context)
+        .into_iter()
+        .map(|row| fact(&row.label, row.left))
+        .collect()
+}
+
+/// The section that shows both sides' contexts, with the rows that differ marked.
+fn contexts_section(
+    (left, left_context): (&'static str, &Context),
+    (right, right_context): (&'static str, &Context),
+) -> Section {
+    let rows: Vec<SideRow> = context_rows(left_context, right_context)
+        .into_iter()
+        .map(
+            |ContextRow {
+                 label,
+                 left,
+                 right,
+                 differs,
+             }| SideRow {
+                label,
+                left,
+                right,
+                differs,
+            },
+        )
+        .collect();
+    let differing = rows.iter().filter(|row| row.differs).count();
+    let note = match differing {
+        0 => "The two contexts record the same settings.".to_owned(),
+        1 => "1 setting differs (marked \u{2260}).".to_owned(),
+        n => format!("{n} settings differ (marked \u{2260})."),
+    };
+    Section {
+        title: "Contexts".to_owned(),
+        note: Some(note),
+        sides: Some(SideBySide { left, right, rows }),
+        ..Section::default()
+    }
+}
+
 fn diagnostic_rows(diagnostics: &[Diagnostic]) -> Vec<DiagnosticRow> {
     diagnostics
         .iter()
@@ -328,10 +391,18 @@ fn diagnostic_rows(diagnostics: &[Diagnostic]) -> Vec<DiagnosticRow> {
 
 fn build_page(report: &Report) -> Page {
     let kind = report.kind().as_str();
+    let context = match report {
+        // The report's own context records the torchscan version that compared; the two
+        // sides' contexts are shown side by side in the page.
+        Report::BenchmarkComparison(_) | Report::ReportDiff(_) => {
+            recorded_context_facts(report.context())
+        }
+        _ => context_facts(report.context()),
+    };
     let mut page = Page {
         kind: kind.to_owned(),
         title: format!("torchscan {kind} report"),
-        context: context_facts(report.context()),
+        context,
         diagnostics: diagnostic_rows(report.diagnostics()),
         ..Page::default()
     };
@@ -956,6 +1027,10 @@ fn comparison_page(page: &mut Page, report: &BenchmarkComparisonReport) {
         ],
         ..Section::default()
     });
+    page.sections.push(contexts_section(
+        ("Baseline", &report.baseline.context),
+        ("Candidate", &report.candidate.context),
+    ));
     let rows = report
         .deltas
         .iter()
@@ -1046,6 +1121,10 @@ fn diff_page(page: &mut Page, report: &ReportDiffReport) {
         ],
         ..Section::default()
     });
+    page.sections.push(contexts_section(
+        ("Before", &report.before.context),
+        ("After", &report.after.context),
+    ));
     page.sections.push(Section {
         title: "Totals".to_owned(),
         table: Some(Table {

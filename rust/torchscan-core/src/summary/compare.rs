@@ -95,6 +95,19 @@ pub(super) fn summarize_comparison(out: &mut String, report: &BenchmarkCompariso
         CheckStatus::Unchecked => "none given (unchecked)",
     };
     push_line(out, 2, &format!("Output check: {check}"));
+    let differing: Vec<String> =
+        super::context_rows(&report.baseline.context, &report.candidate.context)
+            .into_iter()
+            .filter(|row| row.differs)
+            .map(|row| format!("{} {} -> {}", row.label, row.left, row.right))
+            .collect();
+    if !differing.is_empty() {
+        push_line(
+            out,
+            2,
+            &format!("Contexts differ: {}", differing.join("; ")),
+        );
+    }
     for delta in &report.deltas {
         let line = match (delta.status, delta.baseline, delta.candidate) {
             (DeltaStatus::Complete, Some(baseline), Some(candidate)) => {

@@ -10,6 +10,8 @@ pub(crate) use analysis::shape_text;
 pub(crate) use benchmark::noise_label;
 mod benchmark;
 mod compare;
+mod context;
+pub(crate) use context::{ContextRow, context_rows};
 mod escape;
 pub use escape::{display_text, escaped_report, is_escaped_for_display};
 
