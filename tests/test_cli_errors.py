@@ -171,6 +171,16 @@ def test_bad_workload_references_are_one_line_usage_errors(
             ("--device", "gpu"),
             "device 'gpu' is not a torch device; pass 'cpu', 'cuda', 'cuda:0' or 'mps'",
         ),
+        (
+            ("--profiler-calls", "0"),
+            "profiler_calls must be an integer from 1 to 1,000,000 (calls of the profiler "
+            "pass); got 0",
+        ),
+        (
+            ("--profiler-calls", "1000001"),
+            "profiler_calls must be an integer from 1 to 1,000,000 (calls of the profiler "
+            "pass); got 1000001",
+        ),
     ],
 )
 def test_bad_options_are_one_line_usage_errors(
@@ -204,6 +214,42 @@ def test_argparse_errors_are_one_line_too(
     result = torchscan("frobnicate")
     assert one_line_error(result).startswith(
         "python -m torchscan: error: argument COMMAND: invalid choice: 'frobnicate'"
+    )
+
+
+def test_profiler_calls_reach_measure_and_both_sides_of_compare(
+    bench: Path, tmp_path: Path, in_process: Callable[..., tuple[int, str]]
+) -> None:
+    out = tmp_path / "measured.json"
+    options = ("--metrics", "profiler", "--max-time", "60", "--profiler-calls", "3")
+    assert in_process("measure", f"{bench}:workload", *options, "--json", out) == (0, "")
+    profiler = json.loads(out.read_text(encoding="utf-8"))["profiler"]
+    assert (profiler["calls"], profiler["requested_calls"]) == (3, 3)
+    sides = (tmp_path / "baseline.json", tmp_path / "candidate.json")
+    assert in_process(
+        "compare",
+        f"{bench}:workload",
+        f"{bench}:workload",
+        *options[:4],
+        "--profiler-calls",
+        "2",
+        "--baseline-json",
+        sides[0],
+        "--candidate-json",
+        sides[1],
+        "--json",
+        tmp_path / "comparison.json",
+    ) == (0, "")
+    for side in sides:
+        report = json.loads(side.read_text(encoding="utf-8"))
+        assert validate_report(report) == "benchmark"
+        assert (report["profiler"]["calls"], report["profiler"]["requested_calls"]) == (2, 2)
+    # argparse refuses a number that is not an integer, on one line.
+    code, error = in_process("measure", f"{bench}:workload", "--profiler-calls", "2.5")
+    assert (code, error) == (
+        2,
+        "python -m torchscan measure: error: argument --profiler-calls: invalid int value: "
+        "'2.5' (see --help)\n",
     )
 
 

@@ -92,13 +92,108 @@ def test_profiler_pass_lists_top_operators() -> None:
     )
     profiler = report["profiler"]
     assert profiler["status"] == "complete"
-    assert profiler["calls"] == 5
+    assert profiler["calls"] == profiler["requested_calls"] == 5
+    assert profiler_diagnostics(report) == []
     names = [op["operator"] for op in profiler["top_operators"]]
     assert "aten::addmm" in names
     assert "instrumentation" in profiler["scope"]
     assert report["timing"] is None
     assert report["metrics"]["latency"]["reason"] == "not requested"
     assert torchscan.validate_report(report) == "benchmark"
+
+
+def sleeping_workload(seconds: float) -> tuple[object, list[int]]:
+    """A workload that sleeps ``seconds`` per call (at least that long) and counts its calls."""
+    import time
+
+    calls = [0]
+
+    def workload() -> None:
+        calls[0] += 1
+        time.sleep(seconds)
+
+    return workload, calls
+
+
+def profiler_diagnostics(report: torchscan.BenchmarkReport) -> list[torchscan.Diagnostic]:
+    return [d for d in report["diagnostics"] if d["code"] == "profiler_failed"]
+
+
+def test_the_profiler_pass_stays_within_max_time_s() -> None:
+    # Each call sleeps at least 0.05 s, and the pass stops before a call that would end past
+    # max_time_s by the mean of the calls so far: at most 0.5 / 0.05 = 10 calls, however busy
+    # the machine (a slower machine runs fewer, never more).
+    workload, calls = sleeping_workload(0.05)
+    report = measure_workload(
+        workload,
+        metrics=["profiler"],
+        print_summary=False,
+        profiler_calls=100,
+        min_time_s=0.05,
+        max_time_s=0.5,
+    )
+    profiler = report["profiler"]
+    assert profiler["status"] == "complete"
+    ran = profiler["calls"]
+    assert ran is not None and 1 <= ran <= 10
+    assert calls[0] == ran  # no timing pass: every call of the workload was profiled
+    assert profiler["requested_calls"] == 100
+    (diagnostic,) = profiler_diagnostics(report)
+    assert diagnostic["severity"] == "warning"
+    assert diagnostic["metric"] == "profiler"
+    assert diagnostic["message"].startswith(
+        f"{ran} of 100 profiler calls fit in max_time_s=0.5 s (the calls took "
+    )
+    assert "--profiler-calls" in diagnostic["message"]
+    assert torchscan.validate_report(report) == "benchmark"
+    summary = torchscan.format_summary(report)
+    assert f"  Profiler: {ran} calls of 100 requested, within the time budget (" in summary
+
+
+def test_the_profiler_pass_always_runs_one_call() -> None:
+    # One call of 0.2 s is already past max_time_s=0.1: the first call runs, no other.
+    workload, calls = sleeping_workload(0.2)
+    report = measure_workload(
+        workload,
+        metrics=["profiler"],
+        print_summary=False,
+        profiler_calls=3,
+        min_time_s=0.05,
+        max_time_s=0.1,
+    )
+    assert (report["profiler"]["calls"], report["profiler"]["requested_calls"]) == (1, 3)
+    assert calls[0] == 1
+    (diagnostic,) = profiler_diagnostics(report)
+    assert diagnostic["message"].startswith("1 of 3 profiler calls fit in max_time_s=0.1 s")
+    assert torchscan.validate_report(report) == "benchmark"
+
+
+def test_each_side_of_an_experiment_profiles_within_half_of_max_time_s() -> None:
+    # Each side has 0.25 s: calls of at least 0.05 s give at most 5 calls per side.
+    baseline, baseline_calls = sleeping_workload(0.05)
+    candidate, candidate_calls = sleeping_workload(0.05)
+    experiment = torchscan.compare_workloads(
+        baseline,
+        candidate,
+        rtol=0,
+        atol=0,
+        metrics=["profiler"],
+        print_summary=False,
+        profiler_calls=100,
+        min_time_s=0.05,
+        max_time_s=0.5,
+    )
+    for report, calls in (
+        (experiment.baseline, baseline_calls),
+        (experiment.candidate, candidate_calls),
+    ):
+        ran = report["profiler"]["calls"]
+        assert ran is not None and 1 <= ran <= 5
+        assert calls[0] == ran + 1  # the checked first call, then the profiled calls
+        (diagnostic,) = profiler_diagnostics(report)
+        assert diagnostic["message"].startswith(
+            f"{ran} of 100 profiler calls fit in 0.25 s (each side's half of max_time_s=0.5 s)"
+        )
 
 
 def test_the_workload_exception_propagates_and_nothing_is_left_behind() -> None:

@@ -296,12 +296,19 @@ def _metrics_of(arguments: argparse.Namespace) -> list[str] | None:
 def _check_workload_options(arguments: argparse.Namespace) -> None:
     """The checks ``measure_workload`` makes, before the user's module is imported."""
     from .errors import InvalidArgumentError
-    from .workload import _check_budget, _check_device, _check_metrics, _check_work
+    from .workload import (
+        _check_budget,
+        _check_device,
+        _check_metrics,
+        _check_profiler_calls,
+        _check_work,
+    )
 
     try:
         _check_metrics(_metrics_of(arguments))
         _check_work(arguments.work_units, arguments.work_unit)
         _check_budget(arguments.min_time, _max_time(arguments), 1, 0.0)
+        _check_profiler_calls(arguments.profiler_calls)
         _check_device(arguments.device)
     except InvalidArgumentError as error:
         raise UsageError(_one_line(str(error))) from None
@@ -342,6 +349,7 @@ def _timing_options(arguments: argparse.Namespace) -> dict[str, Any]:
         "print_summary": False,
         "min_time_s": arguments.min_time,
         "max_time_s": _max_time(arguments),
+        "profiler_calls": arguments.profiler_calls,
     }
 
 
@@ -405,6 +413,13 @@ def _workload_options(parser: argparse.ArgumentParser, metrics_help: str) -> Non
     parser.add_argument("--work-units", type=float, default=1.0, help="work units per call")
     parser.add_argument("--work-unit", default="calls", help="name of a work unit")
     parser.add_argument("--metrics", default=None, help=metrics_help)
+    parser.add_argument(
+        "--profiler-calls",
+        type=int,
+        default=100,
+        help="calls of the profiler pass, 1 to 1,000,000 (default 100); fewer run when they "
+        "would pass --max-time (for compare, half of it per side)",
+    )
 
 
 class _Parser(argparse.ArgumentParser):

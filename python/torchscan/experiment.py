@@ -160,7 +160,8 @@ def compare_workloads(
     (so each starts at 0.0); the other side's blocks fall in the gaps between them. Both reports
     carry the same noise metrics, read at the start and end of the one interleaved phase. The other
     passes of ``metrics`` (as in :func:`~torchscan.measure_workload`; the
-    default is latency, operator FLOPs and tensor memory) run afterwards, side by side. The
+    default is latency, operator FLOPs and tensor memory) run afterwards, side by side; the
+    profiler pass of each side stays within half of ``max_time_s``, so both stay within it. The
     context is captured once, for both reports.
 
     Finally :func:`~torchscan.compare_benchmarks` compares the reports round by round
@@ -219,7 +220,19 @@ def compare_workloads(
         for side_passes in passes:
             _add_timing(side_passes, None, float(work_units), work_unit)
     for side_passes, workload in zip(passes, sides, strict=True):
-        _run_later_passes(side_passes, workload, resolved, selected, profiler_calls, rss_timeout_s)
+        _run_later_passes(
+            side_passes,
+            workload,
+            resolved,
+            selected,
+            profiler_calls,
+            rss_timeout_s,
+            profiler_time_s=budget.max_time_s / 2,
+            profiler_budget=(
+                f"{budget.max_time_s / 2:g} s (each side's half of max_time_s="
+                f"{budget.max_time_s:g} s)"
+            ),
+        )
 
     context = capture_context(resolved, _input_dtypes(inputs), flags=flags)
     baseline_report, candidate_report = (

@@ -501,13 +501,19 @@ class ProfiledOperator(TypedDict):
 
 
 class ProfilerPass(TypedDict):
-    """The separate, instrumented profiler pass."""
+    """The separate, instrumented profiler pass.
+
+    ``calls`` is the number of calls profiled: ``requested_calls`` (``profiler_calls``), or fewer
+    when the next call would have passed the time budget (at least one call always runs).
+    Reports written before ``requested_calls`` was recorded lack it.
+    """
 
     status: MetricStatus
     reason: str | None
     method: str
     scope: str
     calls: int | None
+    requested_calls: NotRequired[int | None]
     top_operators: list[ProfiledOperator]
 
 

@@ -382,8 +382,15 @@ def _run_later_passes(
     selected: tuple[str, ...],
     profiler_calls: int,
     rss_timeout_s: float,
+    *,
+    profiler_time_s: float | None = None,
+    profiler_budget: str | None = None,
 ) -> None:
-    """The passes after timing, in order: process RSS, profiler, operator FLOPs, tensor memory."""
+    """The passes after timing, in order: process RSS, profiler, operator FLOPs, tensor memory.
+
+    The profiler pass runs at most ``profiler_calls`` calls within ``profiler_time_s`` seconds,
+    named ``profiler_budget`` in its diagnostic (see :func:`~torchscan.profiling.run_profiler`).
+    """
     values = passes.values
     if "process_rss" in selected:
         rss, found = _rss_pass(workload, device, rss_timeout_s)
@@ -394,7 +401,9 @@ def _run_later_passes(
             values[key] = _metrics.unavailable("B", scope, _RSS_METHOD, NOT_REQUESTED)
 
     if "profiler" in selected:
-        passes.profiler, found = run_profiler(workload, device, profiler_calls)
+        passes.profiler, found = run_profiler(
+            workload, device, profiler_calls, profiler_time_s, profiler_budget
+        )
         passes.diagnostics.extend(found)
 
     if "operator_flops" in selected:
@@ -528,7 +537,9 @@ def measure_workload(
     (throughput is in ``<work_unit>/s``). ``metrics`` selects passes among ``latency`` (first
     call, warmed latency, throughput), ``operator_flops``, ``tensor_memory``, ``process_rss``
     (a fresh child process; needs an importable workload) and ``profiler`` (a separate
-    instrumented pass of ``profiler_calls`` calls); the default is the first three. The timing
+    instrumented pass of ``profiler_calls`` calls, fewer when the next call would end past
+    ``max_time_s`` seconds of profiled calls: at least one runs, the report records both counts
+    and a ``profiler_failed`` warning says how many fit); the default is the first three. The timing
     budget (``min_time_s``, ``max_time_s``, ``min_blocks``, ``warmup_time_s``) is recorded in the
     report. The latency pass also records the machine's noise during the timed blocks (other
     processes' share of the CPU time, CPU steal, the timing thread's involuntary context switches,
@@ -560,7 +571,15 @@ def measure_workload(
     passes = _Passes(_compiled_diagnostics(workload))
     run = run_timing(workload, resolved, budget) if "latency" in selected else None
     _add_timing(passes, run, float(work_units), work_unit)
-    _run_later_passes(passes, workload, resolved, selected, profiler_calls, rss_timeout_s)
+    _run_later_passes(
+        passes,
+        workload,
+        resolved,
+        selected,
+        profiler_calls,
+        rss_timeout_s,
+        profiler_time_s=budget.max_time_s,
+    )
     report = _assemble_report(
         passes,
         name=getattr(workload, "__qualname__", None),

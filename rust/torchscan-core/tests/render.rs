@@ -345,3 +345,31 @@ fn a_diff_page_shows_both_analyses_contexts() {
     assert_eq!(rows.iter().filter(|r| r.3).count(), 1);
     assert!(html.contains("<th>Before</th><th>After</th>"));
 }
+
+#[test]
+fn a_profiler_pass_stopped_by_the_time_budget_says_so() {
+    let text =
+        fs::read_to_string(repo_root().join("tests/fixtures/reports/benchmark_cuda_full.json"))
+            .expect("fixture");
+    let mut report: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(report["profiler"]["calls"], json!(10));
+    let page = render_report_json(&report.to_string()).expect("renders");
+    assert!(page.contains("<dt>Calls</dt><dd>10</dd>"));
+    report["profiler"]["requested_calls"] = json!(25);
+    let text = report.to_string();
+    let page = render_report_json(&text).expect("renders");
+    assert!(
+        page.contains(
+            "<dt>Calls</dt><dd>10 of 25 requested (the time budget stopped the pass)</dd>"
+        )
+    );
+    let summary = torchscan_core::format_summary(&read_report(&text).expect("valid"));
+    assert!(
+        summary.contains("  Profiler: 10 calls of 25 requested, within the time budget ("),
+        "{summary}"
+    );
+    // All requested calls ran: the counts read as before.
+    report["profiler"]["requested_calls"] = json!(10);
+    let page = render_report_json(&report.to_string()).expect("renders");
+    assert!(page.contains("<dt>Calls</dt><dd>10</dd>"));
+}

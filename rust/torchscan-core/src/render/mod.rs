@@ -824,7 +824,17 @@ fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
             fact("Reason", p.reason.clone().unwrap_or_else(|| "-".to_owned())),
             fact("Method", p.method.clone()),
             fact("Scope", p.scope.clone()),
-            fact("Calls", p.calls.map_or_else(|| "-".to_owned(), count)),
+            fact(
+                "Calls",
+                match (p.calls, p.requested_calls) {
+                    (Some(calls), Some(requested)) if calls < requested => format!(
+                        "{} of {} requested (the time budget stopped the pass)",
+                        count(calls),
+                        count(requested)
+                    ),
+                    (calls, _) => calls.map_or_else(|| "-".to_owned(), count),
+                },
+            ),
         ],
         table: (!p.top_operators.is_empty()).then(|| Table {
             columns: vec!["Operator", "Calls", "Self time", "Total time"],

@@ -169,8 +169,13 @@ pub struct ProfilerPass {
     pub method: String,
     /// What its times cover.
     pub scope: String,
-    /// Calls profiled (capped).
+    /// Calls profiled (capped): the requested calls, or fewer when the next call would have
+    /// passed the time budget (`settings.max_time_s`; at least one call always runs).
     pub calls: Option<u64>,
+    /// The calls requested (`profiler_calls`); `calls` is lower when the time budget stopped
+    /// the pass. Absent in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requested_calls: Option<u64>,
     /// Top operators by self time, descending.
     pub top_operators: Vec<ProfiledOperator>,
 }

@@ -15,8 +15,16 @@ fn summarize_profiler(out: &mut String, profiler: &ProfilerPass) {
                 out,
                 2,
                 &format!(
-                    "Profiler: {} calls (separate instrumented pass; times include instrumentation)",
-                    group_thousands(profiler.calls.unwrap_or(0) as f64, 0)
+                    "Profiler: {} calls{} (separate instrumented pass; times include \
+                     instrumentation)",
+                    group_thousands(profiler.calls.unwrap_or(0) as f64, 0),
+                    match (profiler.calls, profiler.requested_calls) {
+                        (Some(calls), Some(requested)) if calls < requested => format!(
+                            " of {} requested, within the time budget",
+                            group_thousands(requested as f64, 0)
+                        ),
+                        _ => String::new(),
+                    }
                 ),
             );
             for op in profiler.top_operators.iter().take(5) {

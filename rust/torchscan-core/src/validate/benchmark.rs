@@ -137,6 +137,14 @@ fn check_profiler(c: &mut Checker, profiler: &ProfilerPass) {
                 if profiler.reason.is_some() {
                     c.problem_at("reason", "a completed profiler pass has a null reason");
                 }
+                if let (Some(calls), Some(requested)) = (profiler.calls, profiler.requested_calls)
+                    && calls > requested
+                {
+                    c.problem_at(
+                        "calls",
+                        format!("{calls} calls profiled, more than the {requested} requested"),
+                    );
+                }
             }
             MetricStatus::Partial => c.problem_at(
                 "status",
@@ -160,6 +168,9 @@ fn check_profiler(c: &mut Checker, profiler: &ProfilerPass) {
                     );
                 }
             }
+        }
+        if let Some(requested) = profiler.requested_calls {
+            c.at_least_one("requested_calls", requested);
         }
         c.at("top_operators", |c| {
             let self_times: Vec<f64> = profiler
