@@ -32,6 +32,7 @@ from torchscan import (
     validate_report,
 )
 from torchscan.formulas import supported_module_types
+from torchscan.opflops.classify import named_class
 
 torch.set_num_threads(1)
 
@@ -286,6 +287,13 @@ def test_full_analysis(case: Case) -> None:
     assert total["known_value"] > 0
     assert {op["operator"] for op in operator_flops["counted"]}
     assert uncounted <= case.uncounted, f"new uncounted operators: {uncounted - case.uncounted}"
+    # Every excluded operator is placed by its name in opflops/classify.py, not only by tags.
+    unnamed = {
+        op["operator"]: op["class"]
+        for op in operator_flops["excluded"]
+        if named_class(op["operator"]) != op["class"]
+    }
+    assert unnamed == {}, f"operators without a class by name: {unnamed}"
 
     # Module estimates: complete, or partial with the leaf modules without a formula named.
     modules = dict(model.named_modules())

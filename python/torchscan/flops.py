@@ -6,8 +6,9 @@ operator that runs is put in exactly one class:
 * *counted*: it has a formula (PyTorch's ``torch.utils.flop_counter`` registry, torchscan's
   formulas for the CPU kernels PyTorch leaves out, or a formula the caller gives). A
   multiply-accumulate is 2 FLOPs; bias adds and other elementwise work are not counted.
-* *excluded by convention*: elementwise, normalization, pooling, reduction, data movement or
-  allocation. Listed with call counts; the total stays complete.
+* *excluded by convention*: elementwise, normalization, pooling, reduction, data movement,
+  allocation, or no floating-point arithmetic at all (comparisons, masks, checks). Listed with
+  call counts; the total stays complete.
 * *uncounted*: anything else. The total becomes partial (a lower bound) and a diagnostic names the
   operator, so an unknown kernel is never a silent zero.
 

@@ -270,7 +270,13 @@ ExcludedOperator = TypedDict(
         "operator": str,
         "calls": int,
         "class": Literal[
-            "elementwise", "normalization", "pooling", "reduction", "data_movement", "allocation"
+            "elementwise",
+            "normalization",
+            "pooling",
+            "reduction",
+            "data_movement",
+            "allocation",
+            "no_arithmetic",
         ],
     },
 )

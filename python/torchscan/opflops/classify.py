@@ -3,8 +3,13 @@
 PyTorch's ``FlopCounterMode`` counts only matmuls, convolutions and attention; everything else is
 zero. We keep that convention but make it explicit: an operator is *excluded* only when it is one
 of the kinds the convention means to leave out (elementwise, normalisation, pooling, reductions,
-data movement, allocation). Anything we cannot place is left to the caller as *uncounted*, so an
-unknown kernel makes the total partial instead of silently counting zero.
+data movement, allocation, and operators that do no floating-point arithmetic at all:
+comparisons, checks, mask and index tests). Anything we cannot place is left to the caller as
+*uncounted*, so an unknown kernel makes the total partial instead of silently counting zero.
+
+Operators are placed by name first (the curated lists below, which name every operator that the
+architectures of the tests and benchmarks run), then by PyTorch's operator tags and schema, so an
+operator of an architecture nobody tried still gets the class its tags give it.
 """
 
 from __future__ import annotations
@@ -14,10 +19,16 @@ from typing import Any, Literal
 
 import torch
 
-__all__ = ["ExclusionClass", "exclusion_class", "operator_name"]
+__all__ = ["ExclusionClass", "exclusion_class", "named_class", "operator_name"]
 
 ExclusionClass = Literal[
-    "elementwise", "normalization", "pooling", "reduction", "data_movement", "allocation"
+    "elementwise",
+    "normalization",
+    "pooling",
+    "reduction",
+    "data_movement",
+    "allocation",
+    "no_arithmetic",
 ]
 
 # Curated names (aten namespace, overload dropped). They come first: they override tags where a
@@ -178,6 +189,8 @@ _REDUCTION = frozenset(
         "soft_margin_loss_backward",
         "multilabel_margin_loss_forward",
         "multi_margin_loss",
+        "amax",
+        "amin",
         "_foreach_norm",
     }
 )
@@ -322,6 +335,37 @@ _DATA_MOVEMENT = frozenset(
         "_nested_get_min_seqlen",
         "_nested_get_ragged_idx",
         "_nested_compute_contiguous_strides_offsets",
+        "view",
+        "view_as",
+        "_reshape_alias",
+        "alias",
+        "as_strided",
+        "expand",
+        "expand_as",
+        "detach",
+        "permute",
+        "transpose",
+        "t",
+        "select",
+        "slice",
+        "split",
+        "split_with_sizes",
+        "tensor_split",
+        "chunk",
+        "squeeze",
+        "unsqueeze",
+        "unbind",
+        "narrow",
+        "unfold",
+        "diagonal",
+        "movedim",
+        "moveaxis",
+        "swapaxes",
+        "swapdims",
+        "view_as_real",
+        "view_as_complex",
+        "resolve_conj",
+        "resolve_neg",
     }
 )
 
@@ -341,6 +385,7 @@ _ELEMENTWISE = frozenset(
         "geometric",
         "cauchy",
         "log_normal",
+        "multinomial",
         "rand_like",
         "fill",
         "zero",
@@ -416,6 +461,72 @@ _ELEMENTWISE = frozenset(
         "_fused_adagrad",
         "_amp_foreach_non_finite_check_and_unscale",
         "_amp_update_scale",
+        "add",
+        "sub",
+        "rsub",
+        "mul",
+        "div",
+        "true_divide",
+        "floor_divide",
+        "remainder",
+        "fmod",
+        "neg",
+        "abs",
+        "reciprocal",
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "pow",
+        "sqrt",
+        "rsqrt",
+        "square",
+        "sin",
+        "cos",
+        "tan",
+        "sinh",
+        "cosh",
+        "asin",
+        "acos",
+        "atan",
+        "atan2",
+        "tanh",
+        "sigmoid",
+        "logit",
+        "erf",
+        "erfc",
+        "erfinv",
+        "gelu",
+        "silu",
+        "mish",
+        "elu",
+        "selu",
+        "celu",
+        "leaky_relu",
+        "softplus",
+        "softshrink",
+        "hardshrink",
+        "hardsigmoid",
+        "relu6",
+        "sign",
+        "sgn",
+        "floor",
+        "ceil",
+        "round",
+        "trunc",
+        "frac",
+        "minimum",
+        "maximum",
+        "fmin",
+        "fmax",
+        "clip",
+        "xlogy",
+        "hypot",
+        "lgamma",
+        "digamma",
     }
 )
 
@@ -445,6 +556,75 @@ _ALLOCATION = frozenset(
         "set",
         "_resize_output",
         "record_stream",
+        "zeros",
+        "ones",
+        "full",
+        "arange",
+        "scalar_tensor",
+        "rand",
+        "randn",
+        "randint",
+        "randperm",
+        "eye",
+        "tril_indices",
+        "triu_indices",
+    }
+)
+
+# No floating-point arithmetic at all: comparisons and logical or bitwise operations (masks),
+# tests of values (``isnan``), searches that return positions (``isin``, ``bucketize``) and the
+# checks and assertions that raise on bad input (``_linalg_check_errors``, ``_assert_async``).
+_NO_ARITHMETIC = frozenset(
+    {
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "greater",
+        "greater_equal",
+        "less",
+        "less_equal",
+        "not_equal",
+        "equal",
+        "isin",
+        "bucketize",
+        "searchsorted",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "logical_not",
+        "bitwise_and",
+        "bitwise_or",
+        "bitwise_xor",
+        "bitwise_not",
+        "bitwise_left_shift",
+        "bitwise_right_shift",
+        "__and__",
+        "__or__",
+        "__xor__",
+        "__lshift__",
+        "__rshift__",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isposinf",
+        "isneginf",
+        "isreal",
+        "signbit",
+        "is_nonzero",
+        "is_same_size",
+        "_linalg_check_errors",
+        "_assert_async",
+        "_assert_scalar",
+        "_assert_tensor_metadata",
+        "_functional_assert_async",
+        "_functional_assert_scalar",
+        "sym_constrain_range",
+        "sym_constrain_range_for_size",
+        "_functional_sym_constrain_range",
+        "_functional_sym_constrain_range_for_size",
     }
 )
 
@@ -456,6 +636,7 @@ for _names, _class in (
     (_POOLING, "pooling"),
     (_REDUCTION, "reduction"),
     (_ELEMENTWISE, "elementwise"),
+    (_NO_ARITHMETIC, "no_arithmetic"),
 ):
     for _name in _names:
         _CURATED.setdefault(_name, _class)  # type: ignore[arg-type]
@@ -514,30 +695,66 @@ def _packet_class(namespace: str, name: str) -> ExclusionClass | None:
     return None
 
 
+def _variant_base(name: str) -> str:
+    """The operator an in-place (``add_``) or ``_foreach_`` (``_foreach_add_``) variant is of."""
+    base = name
+    if base.startswith("_foreach_"):
+        # Optimizer steps over tensor lists: the same class as the per-tensor operator.
+        base = base.removeprefix("_foreach_")
+    if base.endswith("_") and not base.endswith("__"):
+        base = base[:-1]
+    return base
+
+
+def _forward_name(name: str) -> str | None:
+    """The forward operator of a backward kernel (``gelu`` of ``gelu_backward``), or ``None``."""
+    for suffix in ("_backward_data", "_backward"):
+        if name.endswith(suffix):
+            return name.removesuffix(suffix)
+    return None
+
+
+def named_class(name: str) -> ExclusionClass | None:
+    """The class the curated lists give the operator ``name`` (``aten::isin``), or ``None``.
+
+    By name alone: the operator itself, else the operator an in-place or ``_foreach_`` variant is
+    of, else the forward operator of a backward kernel, in ``aten``; every operator of the
+    ``prim`` namespace (metadata queries). ``None`` means only tags or the schema could place it.
+    """
+    namespace, _, bare = name.rpartition("::")
+    if namespace in _METADATA_NAMESPACES:
+        return "data_movement"
+    if namespace not in ("aten", ""):
+        return None
+    found = _CURATED.get(bare) or _CURATED.get(_variant_base(bare))
+    if found is None:
+        forward = _forward_name(bare)
+        # Only the classes whose backward is of the same kind; a counted forward (convolution)
+        # has a counted backward with its own formula.
+        if forward is not None:
+            found = _CURATED.get(forward)
+    return found
+
+
 @cache
 def exclusion_class(func: Any) -> ExclusionClass | None:
     """The convention that excludes the operator overload ``func``, or ``None`` when none does.
 
-    Order: curated names (aten), the overload's tags (``pointwise``, ``reduction``,
-    ``inplace_view``), in-place and ``_foreach_`` variants of an excluded operator, views (an
-    aliasing return in the schema), factory functions, backward kernels of an excluded operator,
-    then the tags of the operator's other overloads (``.out`` variants carry fewer tags).
+    Order: the name (:func:`named_class`: curated lists, their in-place, ``_foreach_`` and
+    backward variants), the overload's tags (``pointwise``, ``reduction``, ``inplace_view``), the
+    tags of the operator an in-place or ``_foreach_`` variant is of, views (an aliasing return in
+    the schema), factory functions, backward kernels of a tagged operator, then the tags of the
+    operator's other overloads (``.out`` variants carry fewer tags).
     """
+    found = named_class(operator_name(func))
+    if found is not None:
+        return found
     namespace, name = _split(func)
-    if namespace in _METADATA_NAMESPACES:
-        return "data_movement"
-    if namespace == "aten" and name in _CURATED:
-        return _CURATED[name]
     found = _tag_class(func.tags)
     if found is not None:
         return found
     if namespace == "aten":
-        base = name
-        if base.startswith("_foreach_"):
-            # Optimizer steps over tensor lists: the same class as the per-tensor operator.
-            base = base.removeprefix("_foreach_")
-        if base.endswith("_") and not base.endswith("__"):
-            base = base[:-1]
+        base = _variant_base(name)
         if base != name:
             found = _packet_class("aten", base)
             if found is not None:
@@ -548,11 +765,9 @@ def exclusion_class(func: Any) -> ExclusionClass | None:
     if namespace == "aten" and _is_factory(schema):
         return "allocation"
     if namespace == "aten":
-        for suffix in ("_backward_data", "_backward"):
-            if name.endswith(suffix):
-                forward = _packet_class("aten", name.removesuffix(suffix))
-                # Only the classes whose backward is of the same kind; a counted forward
-                # (convolution) has a counted backward with its own formula.
-                if forward is not None:
-                    return forward
+        forward = _forward_name(name)
+        if forward is not None:
+            found = _packet_class("aten", forward)
+            if found is not None:
+                return found
     return _packet_class(namespace, name)

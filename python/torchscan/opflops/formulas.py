@@ -257,6 +257,36 @@ def _addmm_activation(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any
     return 2 * rows * inner * int(args[2].shape[-1])
 
 
+def _convolution_backward(
+    grad_out_shape: Any,
+    x_shape: Any,
+    w_shape: Any,
+    _bias: Any,
+    _stride: Any,
+    _padding: Any,
+    _dilation: Any,
+    transposed: bool,
+    _output_padding: Any,
+    _groups: int,
+    output_mask: Sequence[bool],
+    out_shape: Any = None,
+    **kwargs: Any,
+) -> int:
+    """``aten::convolution_backward``: each gradient it computes costs what the forward costs.
+
+    The input gradient is a convolution of ``grad_output`` with the weight, the weight gradient a
+    convolution of the input with ``grad_output``: each makes the forward's multiply-accumulates,
+    ``C_out x C_in / groups x kernel`` at every output position of every sample (a transposed
+    convolution: at every input position), whatever ``groups`` is. PyTorch's
+    ``conv_backward_flop`` counts the weight gradient as if ``groups`` were 1, ``groups`` times
+    too many for a grouped or depthwise convolution; it agrees with this formula when
+    ``groups == 1``.
+    """
+    spatial = (x_shape if transposed else grad_out_shape)[2:]
+    forward = 2 * int(x_shape[0]) * int(prod(spatial)) * int(prod(w_shape))
+    return forward * sum(1 for computed in output_mask[:2] if computed)
+
+
 #: Formulas of composite (``CompositeImplicitAutograd``) operators, used only when the operator
 #: cannot be decomposed into the kernels that run; decomposition is preferred because it counts
 #: exactly what ran.
@@ -275,7 +305,8 @@ COMPOSITE_FALLBACKS: dict[Any, RawFormula] = {
 }
 
 # Kernels PyTorch's registry leaves out (checked against torch 2.15 on CPU). Registry entries win
-# where both exist, so PyTorch's own formulas are used whenever it has them.
+# where both exist, so PyTorch's own formulas are used whenever it has them, except the
+# convolution backward (``_convolution_backward``).
 _KERNELS: dict[Any, RawFormula] = {
     aten._native_multi_head_attention: _native_multi_head_attention,
     aten._transformer_encoder_layer_fwd: _transformer_encoder_layer_fwd,
@@ -375,4 +406,9 @@ def _build_formulas() -> dict[Any, RawFormula]:
                 if shape_formula is not None
                 else from_shape_formula(formula, raw=True)
             )
+    # PyTorch's convolution backward formula is replaced while the registry holds it (a formula
+    # registered over it is used as it is): see ``_convolution_backward``.
+    own = getattr(flop_counter, "conv_backward_flop", None)
+    if own is not None and flop_counter.flop_registry.get(aten.convolution_backward) is own:
+        formulas[aten.convolution_backward] = from_shape_formula(_convolution_backward)
     return formulas

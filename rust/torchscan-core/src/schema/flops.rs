@@ -27,6 +27,9 @@ pub enum ExclusionClass {
     DataMovement,
     /// Allocation (`empty`, `zeros`, ...).
     Allocation,
+    /// No floating-point arithmetic: comparisons, masks, tests of values and checks (`eq`,
+    /// `isin`, `logical_and`, `isnan`, `_linalg_check_errors`, ...).
+    NoArithmetic,
 }
 
 /// An operator with a FLOP formula, and what it counted.
@@ -56,13 +59,14 @@ pub struct ExcludedOperator {
 
 impl ExclusionClass {
     /// Every class, in declaration order.
-    pub const ALL: [ExclusionClass; 6] = [
+    pub const ALL: [ExclusionClass; 7] = [
         Self::Elementwise,
         Self::Normalization,
         Self::Pooling,
         Self::Reduction,
         Self::DataMovement,
         Self::Allocation,
+        Self::NoArithmetic,
     ];
 
     /// The class's name in reports, for example `data_movement`.
@@ -74,6 +78,7 @@ impl ExclusionClass {
             Self::Reduction => "reduction",
             Self::DataMovement => "data_movement",
             Self::Allocation => "allocation",
+            Self::NoArithmetic => "no_arithmetic",
         }
     }
 
@@ -86,6 +91,9 @@ impl ExclusionClass {
             Self::Reduction => "excluded by convention: reductions",
             Self::DataMovement => "excluded by convention: data movement and views",
             Self::Allocation => "excluded by convention: allocation",
+            Self::NoArithmetic => {
+                "excluded by convention: no floating-point arithmetic (comparisons, masks, checks)"
+            }
         }
     }
 }
