@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import copy
+import json
 from collections import namedtuple
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 import torch
 
 import torchscan
 from torchscan import InvalidArgumentError, check_outputs
+from torchscan.cli import main
 
 Pair = namedtuple("Pair", ["logits", "aux"])
 
@@ -93,3 +97,266 @@ def test_python_numbers_and_other_leaves() -> None:
 def test_bad_tolerances(rtol: object, atol: object) -> None:
     with pytest.raises(InvalidArgumentError, match="must be"):
         check_outputs(torch.zeros(1), torch.zeros(1), rtol=rtol, atol=atol)  # type: ignore[arg-type]
+
+
+# -- objects that hold tensors, cycles, deep structures -------------------------------------------
+
+
+class Holder:
+    """A user class holding tensors in its ``__dict__``."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        self.keys = keys
+        self.values = values
+        self.seen = 3
+
+
+class Slotted:
+    __slots__ = ("__private", "state", "unset")
+
+    def __init__(self, state: torch.Tensor, private: torch.Tensor) -> None:
+        self.state = state
+        self.__private = private
+
+
+def test_objects_holding_tensors_are_compared_through_their_attributes() -> None:
+    keys, values = torch.randn(2, 3), torch.randn(2, 3)
+    report = check_outputs(
+        {"out": Holder(keys, values)}, {"out": Holder(keys.clone(), values.clone())}, rtol=0, atol=0
+    )
+    assert report["passed"], report["diagnostics"]
+    # Name order: keys, seen (a number: a 0-d leaf), values.
+    assert [leaf["path"] for leaf in report["leaves"]] == ["out.keys", "out.seen", "out.values"]
+    changed = values.clone()
+    changed[1, 2] += 1.0
+    report = check_outputs(Holder(keys, values), Holder(keys, changed), rtol=0, atol=0)
+    failing = [leaf for leaf in report["leaves"] if not leaf["passed"]]
+    assert [(leaf["path"], leaf["mismatched_elements"]) for leaf in failing] == [(".values", 1)]
+    assert report["diagnostics"][0]["code"] == "output_values_mismatch"
+    assert report["diagnostics"][0]["message"].startswith("output leaf .values fails: 1 of 6")
+    assert torchscan.validate_report(report) == "output_check"
+
+
+def test_slots_are_walked_and_unset_slots_skipped() -> None:
+    state, private = torch.ones(4), torch.zeros(2)
+    report = check_outputs(Slotted(state, private), Slotted(state + 1, private), rtol=0, atol=0)
+    by_path = {leaf["path"]: leaf for leaf in report["leaves"]}
+    assert sorted(by_path) == [".__private", ".state"]
+    assert by_path[".__private"]["passed"]
+    assert by_path[".state"]["mismatched_elements"] == 4
+
+
+def test_objects_without_tensors_are_compared_with_eq() -> None:
+    class Plain:
+        def __init__(self) -> None:
+            self.label = "same"
+
+    report = check_outputs(Plain(), Plain(), rtol=0, atol=0)
+    # No tensors inside: compared with ==, which for a class without __eq__ is identity.
+    assert report["structure_differences"] == [
+        {"path": "", "baseline": "Plain", "candidate": "Plain (differs)"}
+    ]
+    assert report["leaves"] == []
+
+
+def test_objects_with_different_attributes_are_a_structure_difference() -> None:
+    left, right = Holder(torch.ones(1), torch.ones(1)), Holder(torch.ones(1), torch.ones(1))
+    right.extra = torch.ones(1)  # type: ignore[attr-defined]
+    report = check_outputs(left, right, rtol=0, atol=0)
+    assert report["structure_differences"] == [
+        {"path": "", "baseline": "Holder", "candidate": "Holder (attributes differ: extra)"}
+    ]
+
+
+def test_cycles_end_the_walk() -> None:
+    def ring(tensor: torch.Tensor) -> Holder:
+        first = Holder(tensor, torch.zeros(1))
+        second = Holder(torch.zeros(1), torch.zeros(1))
+        first.seen = second  # type: ignore[assignment]
+        second.seen = first  # type: ignore[assignment]
+        return first
+
+    tensor = torch.arange(4.0)
+    report = check_outputs(ring(tensor), ring(tensor.clone()), rtol=0, atol=0)
+    assert report["passed"]
+    assert [leaf["path"] for leaf in report["leaves"]] == [
+        ".keys",
+        ".seen.keys",
+        ".seen.values",
+        ".values",
+    ]
+    report = check_outputs(ring(tensor), ring(tensor + 1), rtol=0, atol=0)
+    assert [leaf["path"] for leaf in report["leaves"] if not leaf["passed"]] == [".keys"]
+    # A self-reference on one side only is a structure difference, not a hang.
+    selfish = Holder(tensor, tensor)
+    selfish.seen = selfish  # type: ignore[assignment]
+    other = Holder(tensor, tensor)
+    other.seen = Holder(tensor, tensor)  # type: ignore[assignment]
+    report = check_outputs(selfish, other, rtol=0, atol=0)
+    assert report["structure_differences"] == [
+        {"path": ".seen", "baseline": "Holder", "candidate": "Holder (a different cycle)"}
+    ]
+    looped: list[object] = [torch.ones(1)]
+    looped.append(looped)
+    again: list[object] = [torch.ones(1)]
+    again.append(again)
+    assert check_outputs(looped, again, rtol=0, atol=0)["passed"]
+
+
+def test_deep_and_huge_structures_end() -> None:
+    deep: object = torch.ones(1)
+    for _ in range(200):
+        deep = Holder(deep, torch.ones(1))  # type: ignore[arg-type]
+    report = check_outputs(deep, copy.deepcopy(deep), rtol=0, atol=0)
+    assert not report["structure_matches"]
+    assert report["structure_differences"][0]["candidate"] == (
+        "Holder (nested too deeply to compare)"
+    )
+    # 2**40 paths through 41 shared lists: the walk stops after 100,000 nodes.
+    shared: list[object] = [None]
+    for _ in range(40):
+        shared = [shared, shared]
+    report = check_outputs(shared, shared, rtol=0, atol=0)
+    assert report["structure_differences"][0]["candidate"].endswith(
+        "(more than 100000 nodes to compare)"
+    )
+    assert len(report["structure_differences"]) == 1
+
+
+# -- dtypes: check_dtype and the way out -----------------------------------------------------------
+
+
+def fp32_and_bf16_outputs() -> tuple[torch.Tensor, torch.Tensor]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 256), torch.nn.GELU(), torch.nn.Linear(256, 64)
+    ).eval()
+    x = torch.randn(32, 64)
+    with torch.inference_mode():
+        baseline = model(x)
+        candidate = copy.deepcopy(model).to(torch.bfloat16)(x.to(torch.bfloat16))
+    return baseline, candidate
+
+
+def outside(baseline: torch.Tensor, candidate: torch.Tensor, rtol: float, atol: float) -> int:
+    """Elements outside atol + rtol * |baseline|, computed apart from check_outputs."""
+    left, right = baseline.double(), candidate.double()
+    return int(((right - left).abs() > atol + rtol * left.abs()).sum())
+
+
+def test_a_dtype_difference_fails_by_default_and_says_check_dtype_false() -> None:
+    baseline, candidate = fp32_and_bf16_outputs()
+    report = check_outputs(baseline, candidate, rtol=1.6e-2, atol=1e-2)
+    assert not report["passed"] and report["check_dtype"] is True
+    leaf = report["leaves"][0]
+    assert leaf["mismatched_elements"] == outside(baseline, candidate, 1.6e-2, 1e-2) == 0
+    assert report["diagnostics"] == [
+        {
+            "code": "output_metadata_mismatch",
+            "severity": "warning",
+            "metric": None,
+            "message": "output leaf (output) differs: dtype torch.float32 vs torch.bfloat16. "
+            "Pass check_dtype=False to accept the change of dtype: the values are within the "
+            "tolerances",
+        }
+    ]
+    assert torchscan.validate_report(report) == "output_check"
+
+
+def test_check_dtype_false_compares_across_dtypes() -> None:
+    baseline, candidate = fp32_and_bf16_outputs()
+    report = check_outputs(baseline, candidate, rtol=1.6e-2, atol=1e-2, check_dtype=False)
+    assert report["passed"] and report["check_dtype"] is False
+    assert report["leaves"][0]["candidate"]["dtype"] == "torch.bfloat16"
+    assert "check_dtype=False" in report["diagnostics"][0]["message"]
+    assert torchscan.validate_report(report) == "output_check"
+    # The validator accepts a passing leaf of another dtype only when check_dtype is false.
+    report["check_dtype"] = True
+    with pytest.raises(torchscan.ReportValidationError, match="unless check_dtype is false"):
+        torchscan.validate_report(report)
+
+    exact = check_outputs(baseline, candidate, rtol=0, atol=0, check_dtype=False)
+    leaf = exact["leaves"][0]
+    assert not exact["passed"]
+    assert leaf["mismatched_elements"] == int((candidate.double() != baseline.double()).sum())
+    assert leaf["max_abs_error"] == float((candidate.double() - baseline.double()).abs().max())
+
+    # torch.testing's bfloat16 defaults are for one operation: some elements near zero fail,
+    # and the message names those tolerances.
+    one_op = check_outputs(baseline, candidate, rtol=1.6e-2, atol=1e-5, check_dtype=False)
+    expected = outside(baseline, candidate, 1.6e-2, 1e-5)
+    assert 0 < expected < 2048
+    assert one_op["leaves"][0]["mismatched_elements"] == expected
+    message = one_op["diagnostics"][0]["message"]
+    assert message.startswith("output leaf (output) differs: dtype torch.float32 vs ")
+    assert f"{expected:,} of 2,048 elements outside" in message
+    assert "defaults for torch.bfloat16 are rtol=0.016, atol=1e-05" in message
+
+
+def test_a_value_difference_names_the_leaf_and_the_tolerances_of_its_dtype() -> None:
+    baseline = {"logits": torch.tensor([1.0, 2.0, 3.0])}
+    candidate = {"logits": torch.tensor([1.0, 2.1, 3.0])}
+    report = check_outputs(baseline, candidate, rtol=1e-5, atol=1e-8)
+    (diagnostic,) = report["diagnostics"]
+    assert diagnostic["code"] == "output_values_mismatch"
+    message = diagnostic["message"]
+    assert message.startswith("output leaf logits fails: 1 of 3 elements outside")
+    assert "defaults for torch.float32 are rtol=1.3e-06, atol=1e-05" in message
+    assert "use_cache" not in message
+
+
+def test_a_cache_difference_says_how_to_leave_the_cache_out() -> None:
+    x = torch.ones(2)
+    report = check_outputs(
+        {"logits": x, "past_key_values": None},
+        {"logits": x, "past_key_values": ((x, x),)},
+        rtol=0,
+        atol=0,
+    )
+    message = report["diagnostics"][0]["message"]
+    assert "past_key_values: baseline None, candidate tuple of 1" in message
+    assert ".logits" in message and "use_cache=False" in message
+    report = check_outputs(
+        {"logits": x, "past_key_values": ((x, x),)},
+        {"logits": x, "past_key_values": ((x, x + 1),)},
+        rtol=0,
+        atol=0,
+    )
+    (diagnostic,) = report["diagnostics"]
+    assert diagnostic["message"].startswith("output leaf past_key_values[0][1] fails: 2 of 2")
+    assert "use_cache=False" in diagnostic["message"]
+
+
+def test_failing_leaves_beyond_twenty_are_counted_in_one_diagnostic() -> None:
+    baseline = [torch.zeros(1) for _ in range(25)]
+    candidate = [torch.ones(1) for _ in range(25)]
+    report = check_outputs(baseline, candidate, rtol=0, atol=0)
+    assert len(report["diagnostics"]) == 21
+    assert report["diagnostics"][19]["message"].startswith("output leaf [19] fails")
+    assert report["diagnostics"][20]["message"] == "5 more output leaves fail or differ; see leaves"
+
+
+def test_the_compare_command_takes_no_check_dtype(tmp_path: Path) -> None:
+    sides = {}
+    for name, dtype in (("base", "float32"), ("half", "bfloat16")):
+        sides[name] = tmp_path / f"{name}.py"
+        sides[name].write_text(
+            "import torch\n"
+            "torch.manual_seed(0)\n"
+            "a = torch.randn(16, 16)\n"
+            "def workload():\n"
+            f"    return a.to(torch.{dtype}) * 2\n",
+            encoding="utf-8",
+        )
+    check = tmp_path / "check.json"
+    common = ["--metrics", "latency", "--min-time", "0.1", "--max-time", "0.5"]
+    common += ["--rtol", "1.6e-2", "--atol", "1e-2", "--check-json", str(check)]
+    references = [f"{sides['base']}:workload", f"{sides['half']}:workload"]
+    assert main(["compare", *references, *common]) == 1  # the dtypes differ
+    report = json.loads(check.read_text(encoding="utf-8"))
+    assert report["check_dtype"] is True and not report["passed"]
+    assert "check_dtype=False" in report["diagnostics"][0]["message"]
+    assert main(["compare", *references, *common, "--no-check-dtype"]) == 0
+    report = json.loads(check.read_text(encoding="utf-8"))
+    assert report["check_dtype"] is False and report["passed"]
+    assert report["leaves"][0]["candidate"]["dtype"] == "torch.bfloat16"

@@ -384,6 +384,7 @@ def _compare(arguments: argparse.Namespace) -> int:
             rtol=arguments.rtol,
             atol=arguments.atol,
             equal_nan=arguments.equal_nan,
+            check_dtype=arguments.check_dtype,
             **_timing_options(arguments),
             min_effect=arguments.min_effect,
             seed=arguments.seed,
@@ -485,6 +486,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     compare.add_argument(
         "--equal-nan", action="store_true", help="NaNs in the same places count as equal"
+    )
+    compare.add_argument(
+        "--no-check-dtype",
+        dest="check_dtype",
+        action="store_false",
+        help="compare outputs of different dtypes by value (an fp32 baseline, a bf16 candidate)",
     )
     _workload_options(
         compare,

@@ -127,6 +127,7 @@ def compare_workloads(
     rtol: float,
     atol: float,
     equal_nan: bool = False,
+    check_dtype: bool = True,
     device: str = "cpu",
     inputs: Any = None,
     work_units: float = 1,
@@ -149,10 +150,11 @@ def compare_workloads(
     Both are zero-argument callables doing the same work (``work_units`` of ``work_unit`` per
     call) on ``device``. First each is called once, from the same random-number state (restored
     afterwards), and the outputs go through :func:`~torchscan.check_outputs` with ``rtol``,
-    ``atol`` and ``equal_nan``; these calls are also each side's first call, timed alone. Then
-    both are warmed up and timed in interleaved rounds of one block each (blocks of about
-    ``min_time_s / (4 * min_blocks)``), in pairs of rounds whose order is reversed (A B, B A or
-    B A, A B, drawn from ``seed``), so that drift of a shared machine weighs on both alike.
+    ``atol``, ``equal_nan`` and ``check_dtype``; these calls are also each side's first call,
+    timed alone. Then both are warmed up and timed in interleaved rounds of one block each
+    (blocks of about ``min_time_s / (4 * min_blocks)``), in pairs of rounds whose order is
+    reversed (A B, B A or B A, A B, drawn from ``seed``), so that drift of a shared machine weighs
+    on both alike.
     Rounds continue until ``min_time_s`` (both sides together) and ``min_blocks`` rounds are
     reached and the latency interval is expected to be no wider than ``min_effect / 2`` on each
     side, or until ``max_time_s`` has passed: a quiet machine stops early, a noisy one is timed
@@ -198,7 +200,12 @@ def compare_workloads(
     with _same_random_state(resolved):
         candidate_first_s, candidate_output = timed_call(candidate, sync)
     check = check_outputs(
-        baseline_output, candidate_output, rtol=rtol, atol=atol, equal_nan=equal_nan
+        baseline_output,
+        candidate_output,
+        rtol=rtol,
+        atol=atol,
+        equal_nan=equal_nan,
+        check_dtype=check_dtype,
     )
     del baseline_output, candidate_output
 

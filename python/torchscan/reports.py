@@ -91,6 +91,7 @@ DiagnosticCode = Literal[
     "output_check_failed",
     "unchecked",
     "output_metadata_mismatch",
+    "output_values_mismatch",
     "structure_changed",
     "note",
 ]
@@ -573,7 +574,11 @@ class LeafCheck(TypedDict):
 
 
 class OutputCheckReport(TypedDict):
-    """The report of ``check_outputs``."""
+    """The report of ``check_outputs``.
+
+    ``check_dtype`` is absent (or null) in reports written before it was recorded, which checked
+    dtypes.
+    """
 
     schema_version: Literal[1]
     kind: Literal["output_check"]
@@ -584,6 +589,7 @@ class OutputCheckReport(TypedDict):
     rtol: float
     atol: float
     equal_nan: bool
+    check_dtype: NotRequired[bool | None]
     structure_matches: bool
     structure_differences: list[StructureDifference]
     leaves: list[LeafCheck]

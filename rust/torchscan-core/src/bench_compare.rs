@@ -777,8 +777,13 @@ pub fn compare_benchmarks_with(
             severity: Severity::Error,
             metric: None,
             message: format!(
-                "the output check failed ({} leaf/leaves): every delta is withheld",
-                check_summary.failed_leaves
+                "the output check failed ({} leaf/leaves): every delta is withheld{}",
+                check_summary.failed_leaves,
+                // The check's own first finding names where and the likely way out.
+                check
+                    .and_then(|report| report.diagnostics.first())
+                    .map(|first| format!("; the check says: {}", first.message))
+                    .unwrap_or_default()
             ),
             path: None,
             operator: None,

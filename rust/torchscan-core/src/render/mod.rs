@@ -892,16 +892,23 @@ fn output_check_page(page: &mut Page, report: &OutputCheckReport) {
             text: "Outputs differ".to_owned(),
         }
     });
+    let mut facts = vec![
+        fact("Passed", report.passed.to_string()),
+        fact("Method", report.method.clone()),
+        fact("rtol", format!("{:e}", report.rtol)),
+        fact("atol", format!("{:e}", report.atol)),
+        fact("equal_nan", report.equal_nan.to_string()),
+    ];
+    if let Some(check_dtype) = report.check_dtype {
+        facts.push(fact("check_dtype", check_dtype.to_string()));
+    }
+    facts.push(fact(
+        "Structure matches",
+        report.structure_matches.to_string(),
+    ));
     page.sections.push(Section {
         title: "Check".to_owned(),
-        facts: vec![
-            fact("Passed", report.passed.to_string()),
-            fact("Method", report.method.clone()),
-            fact("rtol", format!("{:e}", report.rtol)),
-            fact("atol", format!("{:e}", report.atol)),
-            fact("equal_nan", report.equal_nan.to_string()),
-            fact("Structure matches", report.structure_matches.to_string()),
-        ],
+        facts,
         ..Section::default()
     });
     if !report.structure_differences.is_empty() {

@@ -323,6 +323,9 @@ pub enum DiagnosticCode {
     Unchecked,
     /// An output leaf differs in shape, dtype or device.
     OutputMetadataMismatch,
+    /// An output leaf's values differ beyond the tolerances; the message names the leaf and the
+    /// likely way out.
+    OutputValuesMismatch,
     /// The model's structure differs between the compared reports.
     StructureChanged,
     /// Anything else worth a reader's attention, explained in the message.

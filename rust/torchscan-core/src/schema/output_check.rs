@@ -25,7 +25,8 @@ pub struct StructureDifference {
 pub struct LeafCheck {
     /// Where, for example `[0]`; the empty string is the output itself.
     pub path: String,
-    /// Whether this leaf is within tolerance with matching shape and dtype.
+    /// Whether this leaf is within tolerance with matching shape, and matching dtype unless the
+    /// report's `check_dtype` is false.
     pub passed: bool,
     /// The baseline leaf's metadata.
     pub baseline: TensorMeta,
@@ -63,6 +64,11 @@ pub struct OutputCheckReport {
     pub atol: f64,
     /// Whether NaNs in the same places count as equal.
     pub equal_nan: bool,
+    /// Whether a leaf whose dtype differs fails (`check_outputs(check_dtype=...)`); when false,
+    /// leaves of different dtypes are compared by value. Absent in reports written before it was
+    /// recorded, which checked dtypes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_dtype: Option<bool>,
     /// Whether both outputs have the same nesting, keys and leaf kinds.
     pub structure_matches: bool,
     /// Where the structures differ.

@@ -18,10 +18,15 @@ pub(super) fn summarize_output_check(out: &mut String, report: &OutputCheckRepor
         out,
         0,
         &format!(
-            "Output check: {} (rtol {}, atol {}, {})",
+            "Output check: {} (rtol {}, atol {}{}, {})",
             if report.passed { "passed" } else { "failed" },
             report.rtol,
             report.atol,
+            if report.check_dtype == Some(false) {
+                ", dtypes not checked"
+            } else {
+                ""
+            },
             report.method
         ),
     );

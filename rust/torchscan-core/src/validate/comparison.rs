@@ -31,12 +31,14 @@ pub(super) fn check_output_check(c: &mut Checker, report: &OutputCheckReport) {
                 }
                 c.optional_non_negative("max_abs_error", leaf.max_abs_error);
                 c.optional_non_negative("max_rel_error", leaf.max_rel_error);
-                let metadata_matches = leaf.baseline.shape == leaf.candidate.shape
-                    && leaf.baseline.dtype == leaf.candidate.dtype;
+                let dtype_matches = leaf.baseline.dtype == leaf.candidate.dtype
+                    || report.check_dtype == Some(false);
+                let metadata_matches = leaf.baseline.shape == leaf.candidate.shape && dtype_matches;
                 if leaf.passed && (leaf.mismatched_elements > 0 || !metadata_matches) {
                     c.problem_at(
                         "passed",
-                        "a passing leaf has matching shape and dtype and no mismatched elements",
+                        "a passing leaf has matching shape, matching dtype (unless check_dtype \
+                         is false) and no mismatched elements",
                     );
                 }
                 for (key, meta) in [("baseline", &leaf.baseline), ("candidate", &leaf.candidate)] {
