@@ -1376,7 +1376,7 @@ def test_a_call_left_open_is_assembled_as_unfinished() -> None:
     recorder.core.enter(0)  # the Sequential
     recorder.core.enter(1)  # its Linear, never closed
     _core.CallRecorder.leave(recorder.core, model, (x,), model(x))
-    own_counts, _ = _core.walk_storage(named)
+    own_counts, *_ = _core.walk_storage(named)
     layers, totals, by_module, diagnostics, tallies = _core.assemble(
         recorder.core,
         True,

@@ -34,7 +34,6 @@ __all__ = [
     "read_file",
     "render_report_json",
     "shape_elements",
-    "storage_totals",
     "validate_report_json",
     "walk_storage",
     "write_file",
@@ -76,12 +75,13 @@ def write_file(path: str | os.PathLike[str], data: bytes) -> None: ...
 def read_file(path: str | os.PathLike[str], max_bytes: int = 1073741824) -> bytes: ...
 def exclusion_reasons() -> list[tuple[str, str]]: ...
 def shape_elements(values: Any, size_type: Any) -> int | None: ...
-def storage_totals(
-    parameters: list[Any], buffers: list[Any]
-) -> tuple[int, int, int, int, int, list[Any], list[Any]]: ...
 def walk_storage(
     named_modules: list[tuple[str, Any]],
-) -> tuple[OwnStorage, tuple[int, int, int, int, int, list[Any], list[Any]] | None]: ...
+) -> tuple[
+    OwnStorage,
+    tuple[int, int, int, int, int, list[Any], list[Any]],
+    list[tuple[list[str], int, int, int]],
+]: ...
 def assemble(
     recorder: CallRecorder,
     full: bool,

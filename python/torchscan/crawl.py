@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from . import _claims, _core, _metrics
 from ._arguments import check_integer
+from ._input_errors import explain_forward_error
 from ._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, dtype_name, freeze, iter_tensors
 from .context import capture_context, class_name, current_flags, qualified_type_name
 from .errors import IncompleteAnalysisError, InvalidArgumentError
@@ -37,9 +38,15 @@ __all__ = ["crawl_module", "summary"]
 MODES = ("full", "structure")
 NOT_REQUESTED = "not requested"
 _STORAGE_SCOPE = "storage of unique {what} (storage, not peak memory)"
-_STORAGE_METHOD = "sum of numel x element size over unique tensors, shared tensors counted once"
+_STORAGE_METHOD = (
+    "storage bytes covered by the tensors, each counted once (shared tensors and overlapping "
+    "views once)"
+)
 _COUNT_SCOPE = "elements of unique {what} of the model"
-_COUNT_METHOD = "sum of numel over unique tensors, shared tensors counted once"
+_COUNT_METHOD = (
+    "storage elements covered by the tensors, each counted once (shared tensors and "
+    "overlapping views once)"
+)
 _MODULE_SCOPE = "module estimates of one evaluation forward (batch as given)"
 _MODULE_METHOD = (
     "per-module formulas of leaf modules; modules with children add their children and the "
@@ -190,73 +197,6 @@ def _random_input(shape: tuple[int, ...], dtype: Any, generator: Any) -> Any:
     return torch.zeros(shape, dtype=dtype)
 
 
-def _unique_tensors(named: Iterable[tuple[str, Any]]) -> tuple[list[Any], int]:
-    """Distinct tensors and how many of them are reachable under more than one name.
-
-    Tensors are the same when they are the same object or view the same storage the same way
-    (same data pointer, device, shape, strides and dtype).
-    """
-    by_identity: dict[int, list[Any]] = {}  # id -> [tensor, name, name, ...]
-    for name, tensor in named:
-        entry = by_identity.get(id(tensor))
-        if entry is None:
-            by_identity[id(tensor)] = [tensor, name]
-        else:
-            entry.append(name)
-    # Distinct objects rarely share a data pointer; only those are compared further.
-    by_pointer: dict[Any, list[list[Any]]] = {}
-    for entry in by_identity.values():
-        # Meta and other storage-less tensors have no pointer: identity is all there is.
-        try:
-            pointer = entry[0].data_ptr()
-        except (RuntimeError, NotImplementedError):
-            pointer = 0
-        key = pointer if pointer != 0 else ("id", id(entry[0]))
-        group = by_pointer.get(key)
-        if group is None:
-            by_pointer[key] = [entry]
-        else:
-            group.append(entry)
-    unique: list[Any] = []
-    shared = 0
-    for group in by_pointer.values():
-        views: dict[tuple[Any, ...], int] = {}
-        for entry in group:
-            tensor = entry[0]
-            view = (
-                (tensor.device, tuple(tensor.shape), tensor.stride(), tensor.dtype)
-                if len(group) > 1
-                else ()
-            )
-            names = views.get(view)
-            if names is None:
-                unique.append(tensor)
-                views[view] = len(entry) - 1
-            else:
-                views[view] = names + len(entry) - 1
-        for names in views.values():
-            if names > 1:
-                shared += 1
-    return unique, shared
-
-
-def _named_tensors(
-    named_modules: list[tuple[str, Any]],
-) -> tuple[list[tuple[str, Any]], list[tuple[str, Any]]]:
-    """Every (name, parameter) and (name, buffer), duplicates included, from one module walk."""
-    parameters: list[tuple[str, Any]] = []
-    buffers: list[tuple[str, Any]] = []
-    for prefix, module in named_modules:
-        dot = f"{prefix}." if prefix else ""
-        for name, tensor in module._parameters.items():
-            if tensor is not None:
-                parameters.append((dot + name, tensor))
-        for name, tensor in module._buffers.items():
-            if tensor is not None:
-                buffers.append((dot + name, tensor))
-    return parameters, buffers
-
-
 def _all_named_modules(model: Any) -> list[tuple[str, Any]]:
     """``list(model.named_modules(remove_duplicate=False))``, walked without a generator per module.
 
@@ -293,30 +233,17 @@ def _count(value: int, what: str) -> MetricResult:
 
 
 def _totals_storage(
-    named_modules: list[tuple[str, Any]], walked: Any
+    walked: Any,
 ) -> tuple[dict[str, MetricResult], int, list[str], set[Any], list[Any]]:
     """Storage totals, shared names, the parameters' float dtypes and the tensors' devices.
 
-    ``walked`` holds the totals ``_core.walk_storage`` found when no tensor is shared (else
-    ``None``: the shared tensors are found here, by name, and counted once).
+    ``walked`` holds the totals and ties ``_core.walk_storage`` found: every storage element
+    is counted once, so a tensor under two names, or views that overlap in one storage (a
+    transposed tie), count what they cover together, and disjoint views of one flat buffer
+    count in full.
     """
-    shared_params = shared_buffers = 0
-    shared_names: list[str] = []
-    if walked is None:
-        # Something is shared: names are needed to count it and to say which.
-        named_parameters, named_buffers = _named_tensors(named_modules)
-        params, shared_params = _unique_tensors(named_parameters)
-        buffers, shared_buffers = _unique_tensors(named_buffers)
-        everything = (*named_parameters, *named_buffers)
-        if len({id(tensor) for _, tensor in everything}) != len(everything):
-            by_id: dict[int, list[str]] = {}
-            for name, tensor in everything:
-                by_id.setdefault(id(tensor), []).append(name)
-            shared_names = [
-                " = ".join(dict.fromkeys(names)) for names in by_id.values() if len(set(names)) > 1
-            ]
-        walked = _core.storage_totals(params, buffers)
-    parameters, trainable, parameter_bytes, buffer_count, buffer_bytes, found, devices = walked
+    totals, ties = walked
+    parameters, trainable, parameter_bytes, buffer_count, buffer_bytes, found, devices = totals
     dtypes: set[Any] = set(found)
     storage = {
         "parameters": _count(parameters, "parameters"),
@@ -333,7 +260,17 @@ def _totals_storage(
             int(buffer_bytes), "B", _STORAGE_SCOPE.format(what="buffers"), _STORAGE_METHOD
         ),
     }
-    return storage, shared_params + shared_buffers, shared_names, dtypes, devices
+    return storage, len(ties), [_describe_tie(*tie) for tie in ties], dtypes, devices
+
+
+def _describe_tie(names: list[str], tensors: int, elements: int, counted: int) -> str:
+    """One group of tensors counted once, for the ``shared_tensors`` diagnostic."""
+    if tensors == 1:
+        return " = ".join(names)
+    return (
+        f"{', '.join(names)} ({tensors} tensors overlapping in one storage: "
+        f"{elements:,} elements, {counted:,} counted)"
+    )
 
 
 # Module classes whose ``forward`` cannot be wrapped per instance: scripted modules (their
@@ -603,6 +540,15 @@ def _analyse(
                 else:
                     with counter:
                         model(*positional, **keywords)
+        except Exception as error:
+            # Only a generated float input reaching an index operation and an argument the
+            # forward needs are explained; any other exception propagates as it is.
+            explained = explain_forward_error(
+                error, model, positional, keywords, input_shape, caller
+            )
+            if explained is None:
+                raise
+            raise explained from error
         finally:
             for module, flag in zip(recorder_modules, training, strict=True):
                 if module.training is not flag:
@@ -610,7 +556,7 @@ def _analyse(
     # The forward is over: everything below works on what the hooks and the counter kept.
     core = recorder.core
     # Each module's own parameters and buffers and the storage totals, in one walk.
-    own, walked = _core.walk_storage(named_modules)
+    own, *walked = _core.walk_storage(named_modules)
     layers, module_totals, by_module, module_diagnostics, tallies = _core.assemble(
         core,
         full,
@@ -666,9 +612,7 @@ def _build_report(
     operator_flops: OperatorFlops,
     operator_diagnostics: list[Diagnostic],
 ) -> AnalysisReport:
-    storage, shared_tensors, shared_names, parameter_dtypes, model_devices = _totals_storage(
-        named_modules, walked
-    )
+    storage, shared_tensors, shared_names, parameter_dtypes, model_devices = _totals_storage(walked)
     dtypes = _model_dtypes(parameter_dtypes, inputs)
     diagnostics: list[Diagnostic] = []
     if shared_names:
@@ -678,8 +622,9 @@ def _build_report(
                 "severity": "info",
                 "metric": "parameters",
                 "message": (
-                    f"{len(shared_names)} tensor(s) are reachable under more than one name and "
-                    "were counted once: " + "; ".join(shared_names)
+                    f"{len(shared_names)} shared tensor(s) (a tensor under more than one name, "
+                    "or tensors that overlap in one storage) were counted once, each storage "
+                    "element once: " + "; ".join(shared_names)
                 ),
             }
         )
@@ -785,7 +730,15 @@ def crawl_module(
     included.
     ``mode="structure"`` records shapes, parameters and storage only. ``strict=True`` raises
     :class:`~torchscan.IncompleteAnalysisError` (carrying the report) when a requested metric is
-    partial or unavailable.
+    partial or unavailable. Parameters and buffers are counted by the storage they cover: a
+    tied tensor, or views that overlap in one storage, count each element once (the
+    ``shared_tensors`` diagnostic names them); disjoint views of one flat buffer count in full.
+
+    A generated (floating-point) input that reaches an index operation (``nn.Embedding``, ...)
+    and an argument the forward needs but was not given raise
+    :class:`~torchscan.ModelInputError`, which says what to pass (``dtype=torch.long``,
+    ``args``, ``kwargs``) and is also of the kind of the model's exception, its ``__cause__``.
+    Any other exception of the forward propagates unchanged.
 
     The model's modules are held by this call alone while it runs: another analysis of any of
     them (in another thread, or started inside this forward) raises
@@ -827,7 +780,8 @@ def summary(
     receptive field is always in the report, whatever the table shows. With ``strict=True`` the
     table is printed before :class:`~torchscan.IncompleteAnalysisError` is raised. Threads and
     nested analyses follow :func:`crawl_module`'s rules
-    (:class:`~torchscan.ConcurrentAnalysisError`).
+    (:class:`~torchscan.ConcurrentAnalysisError`), and so do storage counts and
+    :class:`~torchscan.ModelInputError`.
     """
     if wrap_mode is not None and wrap_mode not in _WRAP_MODES:
         raise InvalidArgumentError(

@@ -7,6 +7,7 @@ __all__ = [
     "IncompleteAnalysisError",
     "IncompleteMeasurementError",
     "InvalidArgumentError",
+    "ModelInputError",
     "ReportComparisonError",
     "ReportValidationError",
     "TorchscanError",
@@ -39,6 +40,63 @@ class ReportValidationError(TorchscanError, ValueError):
 
 class InvalidArgumentError(TorchscanError, ValueError):
     """An argument has a value torchscan cannot use; the message says what to pass instead."""
+
+
+class ModelInputError(TorchscanError):
+    """The model's forward failed on its inputs in a way torchscan recognises; says what to pass.
+
+    Raised by :func:`~torchscan.crawl_module` and :func:`~torchscan.summary` in two cases only:
+    an input generated from ``input_shape`` (floating-point unless ``dtype`` says otherwise)
+    reached an operation that takes integer indices (``nn.Embedding``, ``index_select``,
+    ``gather``, ``one_hot``, indexing, ...), and the forward was not given an argument it
+    needs (``missing`` names it, for example ``decoder_input_ids`` of an encoder-decoder
+    model). The model's own exception is ``__cause__``, and this error is also an instance of
+    that exception's kind (``RuntimeError``, ``IndexError``, ``TypeError`` or ``ValueError``),
+    so code that catches it keeps working. Any other exception of the model propagates
+    unchanged.
+    """
+
+    def __init__(self, message: str, missing: tuple[str, ...] = ()) -> None:
+        self.missing: tuple[str, ...] = tuple(missing)
+        super().__init__(message)
+
+    def __reduce__(self) -> tuple[type[ModelInputError], tuple[str, tuple[str, ...]]]:
+        return (type(self), (str(self), self.missing))
+
+    @staticmethod
+    def like(
+        original: BaseException, message: str, missing: tuple[str, ...] = ()
+    ) -> ModelInputError | None:
+        """A ``ModelInputError`` of the same kind as ``original``, or ``None`` if none fits."""
+        for kind in _MODEL_INPUT_KINDS:
+            if isinstance(original, kind.__bases__[1]):
+                return kind(message, missing)
+        return None
+
+
+class _ModelInputIndexError(ModelInputError, IndexError):
+    """A :class:`ModelInputError` raised for an ``IndexError``."""
+
+
+class _ModelInputTypeError(ModelInputError, TypeError):
+    """A :class:`ModelInputError` raised for a ``TypeError``."""
+
+
+class _ModelInputValueError(ModelInputError, ValueError):
+    """A :class:`ModelInputError` raised for a ``ValueError``."""
+
+
+class _ModelInputRuntimeError(ModelInputError, RuntimeError):
+    """A :class:`ModelInputError` raised for a ``RuntimeError``."""
+
+
+# Most specific first: the first kind the original exception is an instance of is used.
+_MODEL_INPUT_KINDS: tuple[type[ModelInputError], ...] = (
+    _ModelInputIndexError,
+    _ModelInputTypeError,
+    _ModelInputValueError,
+    _ModelInputRuntimeError,
+)
 
 
 class ConcurrentAnalysisError(TorchscanError, RuntimeError):

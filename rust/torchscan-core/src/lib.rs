@@ -7,6 +7,7 @@
 
 pub mod bench_compare;
 pub mod compare;
+pub mod coverage;
 pub mod drift;
 pub mod files;
 #[doc(hidden)]

@@ -484,7 +484,9 @@ fn assemble<'py>(
         }
     }
     // The layers, in the order the calls opened; a parameter or buffer is counted at the first
-    // layer that holds it.
+    // layer that holds it, and storage that an earlier layer's tensors cover is not counted
+    // again (see `count_once`).
+    let by_storage = own.counted_in_order(nodes.iter().map(|node| node.module))?;
     let layers = PyList::empty(py);
     let mut seen: HashSet<usize> = HashSet::new();
     let mut names: Vec<Option<Bound<'py, PyString>>> = (0..modules.len()).map(|_| None).collect();
@@ -498,20 +500,26 @@ fn assemble<'py>(
         let (mut buffer_elements, mut buffer_bytes, mut buffers_shared) = (0_u64, 0_u64, false);
         for tensor in tensors {
             let first = seen.insert(tensor.identity);
+            let (elements, bytes, overlapped) = match by_storage.get(&tensor.identity) {
+                Some(counted) => (counted.elements, counted.bytes, counted.overlapped),
+                None => (tensor.elements, tensor.bytes, false),
+            };
             match (tensor.parameter, first) {
                 (true, false) => parameters_shared = true,
                 (false, false) => buffers_shared = true,
                 (true, true) => {
+                    parameters_shared |= overlapped;
                     if tensor.trainable {
-                        trainable += tensor.elements;
+                        trainable += elements;
                     } else {
-                        frozen += tensor.elements;
+                        frozen += elements;
                     }
-                    parameter_bytes += tensor.bytes;
+                    parameter_bytes += bytes;
                 }
                 (false, true) => {
-                    buffer_elements += tensor.elements;
-                    buffer_bytes += tensor.bytes;
+                    buffers_shared |= overlapped;
+                    buffer_elements += elements;
+                    buffer_bytes += bytes;
                 }
             }
         }

@@ -27,19 +27,21 @@ pub enum AnalysisMode {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnalysisTotals {
-    /// Parameter elements, shared tensors counted once (unit `count`, always complete).
+    /// Parameter elements, each storage element counted once: a shared tensor or views that
+    /// overlap in one storage count what they cover together (unit `count`, always complete).
     pub parameters: MetricResult,
     /// Elements of parameters that require grad (unit `count`, always complete).
     pub trainable_parameters: MetricResult,
     /// Elements of parameters that do not require grad (unit `count`, always complete).
     pub frozen_parameters: MetricResult,
-    /// Bytes of parameter storage (unit `B`).
+    /// Bytes of parameter storage, each storage byte counted once (unit `B`).
     pub parameter_bytes: MetricResult,
-    /// Buffer elements, shared tensors counted once (unit `count`, always complete).
+    /// Buffer elements, each storage element counted once (unit `count`, always complete).
     pub buffer_elements: MetricResult,
-    /// Bytes of buffer storage (unit `B`).
+    /// Bytes of buffer storage, each storage byte counted once (unit `B`).
     pub buffer_bytes: MetricResult,
-    /// Parameters or buffers reachable under more than one name, counted once.
+    /// Groups of parameters or buffers counted once: a tensor reachable under more than one
+    /// name, or tensors that overlap in one storage (a transposed tie).
     pub shared_tensors: u64,
     /// Sum of module FLOP estimates (unit `FLOPs`); never added to operator FLOPs.
     pub module_flops: MetricResult,
@@ -117,7 +119,8 @@ pub struct LayerParameters {
     /// Bytes of those parameters.
     pub bytes: u64,
     /// Whether some of the module's own parameters were counted at an earlier layer (another
-    /// module holding the same tensor, or an earlier call of this module).
+    /// module holding the same tensor or a view overlapping its storage, or an earlier call of
+    /// this module).
     pub shared: bool,
 }
 

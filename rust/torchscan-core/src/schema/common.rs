@@ -292,7 +292,8 @@ pub enum DiagnosticCode {
     ModuleWithoutFormula,
     /// Receptive field, stride or padding cannot be known along this path (branches, unknown layers).
     ReceptiveFieldUnknown,
-    /// Parameters or buffers are shared between modules and were counted once.
+    /// Parameters or buffers are shared (one tensor under several names, or views that overlap
+    /// in one storage) and each storage element was counted once.
     SharedTensors,
     /// A requested metric is unavailable on the measured device.
     UnsupportedOnDevice,

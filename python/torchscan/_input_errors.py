@@ -1,0 +1,193 @@
+"""What to pass when a model's forward fails on its inputs: the cases torchscan recognises.
+
+``explain_forward_error`` looks at an exception a model's forward raised during an analysis
+and, in two cases only, returns a :class:`~torchscan.ModelInputError` that says what to pass:
+a generated (floating-point) input that reached an operation taking integer indices, and an
+argument the forward needs but was not given. Anything else gives ``None``: the model's own
+exception then propagates unchanged.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import ModelInputError, TorchscanError
+
+__all__ = ["explain_forward_error", "index_operation", "missing_arguments", "unfilled_arguments"]
+
+# torch's errors for an index tensor of the wrong dtype, for example "Expected tensor for
+# argument #1 'indices' to have one of the following scalar types: Long, Int; but got
+# torch.FloatTensor instead (while checking arguments for embedding)", "index_select():
+# Expected dtype int32 or int64 for index", "one_hot is only applicable to index tensor of
+# type LongTensor." or "tensors used as indices must be long, int, byte or bool tensors".
+_INDEX_WORDS = re.compile(r"\bind(?:ex|ices)\b", re.IGNORECASE)
+_INTEGER_WORDS = re.compile(r"\b(?:long|int|int32|int64|longtensor)\b", re.IGNORECASE)
+# Where torch names the operation: "... for embedding)", "gather(): ...", "one_hot is ...".
+_OPERATION_NAMES = (
+    re.compile(r"while checking arguments for (\w+)\)"),
+    re.compile(r"^(\w+)\(\):"),
+    re.compile(r"^(\w+) is only applicable"),
+)
+# Words with which a model says that an input is missing ("You must specify exactly one of
+# input_ids or inputs_embeds", "You have to specify either decoder_input_ids or ...").
+_ABSENCE_WORDS = re.compile(
+    r"\b(?:specify|specified|must|required|missing|provide|provided|have to|needs?|either)\b",
+    re.IGNORECASE,
+)
+_IDENTIFIERS = re.compile(r"[A-Za-z_]\w*")
+
+
+def index_operation(error: BaseException) -> str | None:
+    """The operation named by torch's error for an index tensor that is not an integer tensor.
+
+    ``"embedding"``, ``"index_select"``, ... when torch names it, ``"an index operation"``
+    when it does not, and ``None`` when ``error`` is not such an error.
+    """
+    if not isinstance(error, (RuntimeError, IndexError)) or isinstance(error, TorchscanError):
+        return None
+    text = str(error)
+    if not (_INDEX_WORDS.search(text) and _INTEGER_WORDS.search(text)):
+        return None
+    for pattern in _OPERATION_NAMES:
+        found = pattern.search(text)
+        if found is not None:
+            return found.group(1)
+    return "an index operation"
+
+
+def _signature(model: Any) -> inspect.Signature | None:
+    try:
+        return inspect.signature(model.forward)
+    except (TypeError, ValueError):
+        return None
+
+
+def missing_arguments(model: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[str]:
+    """The required parameters of ``model.forward`` that ``args`` and ``kwargs`` leave unset.
+
+    Empty when the arguments bind (or the forward's signature cannot be read, or there are
+    too many of them: that is another error).
+    """
+    signature = _signature(model)
+    if signature is None:
+        return []
+    try:
+        signature.bind(*args, **kwargs)
+        return []
+    except TypeError:
+        pass
+    try:
+        given = signature.bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return []
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return [
+        name
+        for name, parameter in signature.parameters.items()
+        if parameter.default is inspect.Parameter.empty
+        and parameter.kind not in variadic
+        and name not in given
+    ]
+
+
+def unfilled_arguments(
+    model: Any, args: Sequence[Any], kwargs: dict[str, Any], error: BaseException
+) -> list[str]:
+    """Optional parameters of ``model.forward`` that were not given and that ``error`` asks for.
+
+    A model with optional inputs checks them itself and raises, as transformers' models do:
+    "You must specify exactly one of input_ids or inputs_embeds". The parameters asked for are
+    those named in the message (which must say that something is missing); when the message
+    also names an argument that was given, it comes from an inner part of the model (the
+    decoder of an encoder-decoder model, given ``input_ids`` but not ``decoder_input_ids``),
+    and the parameters asked for are those ending in ``_`` and a name of the message
+    (``decoder_input_ids``, ``decoder_inputs_embeds``).
+    """
+    if not isinstance(error, (ValueError, TypeError)) or isinstance(error, TorchscanError):
+        return []
+    text = str(error)
+    if not _ABSENCE_WORDS.search(text):
+        return []
+    signature = _signature(model)
+    if signature is None:
+        return []
+    try:
+        given = signature.bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return []
+    words = set(_IDENTIFIERS.findall(text))
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    unset = [
+        name
+        for name, parameter in signature.parameters.items()
+        if parameter.kind not in variadic and name not in given
+    ]
+    named = [name for name in unset if name in words]
+    if named and not words.intersection(given):
+        return named
+    return [name for name in unset if any(name.endswith(f"_{word}") for word in words)]
+
+
+def _alternatives(names: list[str]) -> str:
+    return " or ".join(f"`{name}`" for name in names)
+
+
+def explain_forward_error(
+    error: BaseException,
+    model: Any,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+    input_shape: Any,
+    caller: str,
+) -> ModelInputError | None:
+    """The error to raise instead of ``error``, or ``None`` to let ``error`` propagate.
+
+    ``args`` and ``kwargs`` are what the forward was given; ``input_shape`` is not ``None``
+    when ``args`` were generated from it (``caller`` is the public function).
+    """
+    model_name = type(model).__name__
+    generated = input_shape is not None
+    if generated:
+        floating = [value for value in args if value.is_floating_point() or value.is_complex()]
+        operation = index_operation(error) if floating else None
+        if operation is not None:
+            what = operation if operation == "an index operation" else f"`{operation}`"
+            message = (
+                f"{caller}: {model_name} received the input generated from "
+                f"input_shape={input_shape!r}, a {floating[0].dtype} tensor (generated inputs "
+                "are floating-point, in the model's parameter dtype, unless dtype says "
+                f"otherwise), and passed it to {what}, which takes integer indices. For token "
+                f"ids, pass dtype=torch.long: {caller}(model, {input_shape!r}, "
+                "dtype=torch.long) generates zeros, a valid index for any vocabulary. Or pass "
+                "the real inputs instead of input_shape: args=(input_ids,) or "
+                "kwargs={'input_ids': input_ids, ...}, forwarded unchanged. "
+                f"(torch: {error})"
+            )
+            return ModelInputError.like(error, message)
+    missing = missing_arguments(model, args, kwargs) if isinstance(error, TypeError) else []
+    if missing:
+        example = ", ".join(f"{name!r}: ..." for name in missing)
+        with_shape = " (together with input_shape, which gives the positional inputs)"
+        message = (
+            f"{caller}: {model_name}.forward needs {_alternatives(missing)}, which "
+            f"{'was' if len(missing) == 1 else 'were'} not given. Pass "
+            f"kwargs={{{example}}}{with_shape if generated else ''}, or every positional "
+            f"input with args=(...). ({type(error).__name__}: {error})"
+        )
+        return ModelInputError.like(error, message, tuple(missing))
+    unfilled = unfilled_arguments(model, args, kwargs, error)
+    if unfilled:
+        first = unfilled[0]
+        with_shape = " kwargs can be given together with input_shape." if generated else ""
+        message = (
+            f"{caller}: {model_name}.forward was not given {_alternatives(unfilled)}, and the "
+            f"model asked for {'it' if len(unfilled) == 1 else 'one of them'}: pass "
+            f"kwargs={{{first!r}: ...}} with the other inputs (an encoder-decoder model, for "
+            "example, needs decoder_input_ids besides input_ids)."
+            f"{with_shape} ({type(error).__name__}: {error})"
+        )
+        return ModelInputError.like(error, message, tuple(unfilled))
+    return None
