@@ -470,12 +470,20 @@ def test_nested_trackers_both_count() -> None:
     assert _get_current_dispatch_mode() is None
 
 
-def test_compiled_callable_gets_a_diagnostic() -> None:
-    compiled = torch.compile(nn.Linear(4, 4))
+def test_compiled_callable_gets_a_diagnostic_when_it_runs() -> None:
+    compiled = torch.compile(nn.Linear(4, 4), backend="eager")
+    x = torch.randn(2, 4)
+    compiled(x)
+    # Reachable but not called: compiled code is found while it runs, not from types.
     with TensorMemoryTracker(roots=[lambda: compiled]) as tracker:
         pass
-    codes = [d["code"] for d in tracker.diagnostics()]
-    assert "compiled_callable" in codes
+    assert "compiled_callable" not in [d["code"] for d in tracker.diagnostics()]
+    with TensorMemoryTracker(roots=[lambda: compiled]) as tracker:
+        compiled(x)
+    found = [d for d in tracker.diagnostics() if d["code"] == "compiled_callable"]
+    assert len(found) == 1
+    assert found[0]["metric"] == "tensor_memory_peak"
+    assert "ran eagerly" in found[0]["message"]
 
 
 # -- state and errors -----------------------------------------------------------------------------

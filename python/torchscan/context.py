@@ -73,7 +73,26 @@ def _flags() -> Flags:
         "cudnn_deterministic": bool(cudnn.deterministic),
         "float32_matmul_precision": str(torch.get_float32_matmul_precision()),
         "deterministic_algorithms": bool(torch.are_deterministic_algorithms_enabled()),
+        "autocast": _autocast(),
     }
+
+
+# The device types whose autocast state is recorded.
+_AUTOCAST_DEVICES = ("cpu", "cuda", "mps", "xpu")
+
+
+def _autocast() -> dict[str, str]:
+    """The autocast regions active on this thread: device type to the dtype they compute in."""
+    import torch
+
+    active: dict[str, str] = {}
+    for device_type in _AUTOCAST_DEVICES:
+        try:
+            if torch.is_autocast_enabled(device_type):
+                active[device_type] = dtype_name(torch.get_autocast_dtype(device_type))
+        except (RuntimeError, TypeError, AttributeError):  # a device type this build lacks
+            continue
+    return active
 
 
 def qualified_type_name(obj: Any) -> str:
@@ -103,15 +122,20 @@ def capture_context(
     flags: Flags | None = None,
     execution_mode: str | None = None,
     devices: Iterable[str] = (),
+    ranked: bool = False,
 ) -> Context:
     """Return the context of a report made now on ``device`` (a ``torch.device`` or ``None``).
 
     ``flags`` overrides the captured flags, for a caller that records them before changing
-    grad mode. Thread counts are recorded, never changed.
+    grad mode. ``dtypes`` are recorded sorted by name, or, with ``ranked``, in the order given
+    (the precision computed in first), each once. Thread counts are recorded, never changed.
     """
     import torch
 
-    names = sorted({dtype_name(dtype) for dtype in dtypes})
+    if ranked:
+        names = list(dict.fromkeys(dtype_name(dtype) for dtype in dtypes))
+    else:
+        names = sorted({dtype_name(dtype) for dtype in dtypes})
     return {
         "torchscan_version": _core.__version__,
         "torch_version": str(torch.__version__),

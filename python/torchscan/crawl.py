@@ -946,6 +946,10 @@ def _crawl_counter_class() -> type:
         what the deferred formulas came to.
         """
 
+        # The analysed forward runs on the calling thread, from inputs torchscan made: other
+        # threads are not watched (see docs/measurement-boundaries.md).
+        _watch_threads = False
+
         def __init__(self, recorder: _Recorder) -> None:
             super().__init__()
             self._recorder = recorder

@@ -8,7 +8,6 @@ interval is narrow enough; then the core compares the two reports round by round
 
 from __future__ import annotations
 
-import copy
 import math
 import statistics
 import sys
@@ -39,9 +38,8 @@ from .workload import (
     _check_profiler_calls,
     _check_rss_timeout,
     _check_work,
-    _compiled_diagnostics,
-    _input_dtypes,
     _Passes,
+    _ranked_dtypes,
     _run_later_passes,
 )
 
@@ -210,7 +208,7 @@ def compare_workloads(
     del baseline_output, candidate_output
 
     sides = (baseline, candidate)
-    passes = [_Passes(_compiled_diagnostics(workload)) for workload in sides]
+    passes = [_Passes([]) for _ in sides]
     if "latency" in selected:
         runs = run_interleaved_timing(
             sides,
@@ -241,19 +239,23 @@ def compare_workloads(
             ),
         )
 
-    context = capture_context(resolved, _input_dtypes(inputs), flags=flags)
+    # Each side its own dtypes: the precision each computed in (the change may be the point).
+    contexts = [
+        capture_context(resolved, _ranked_dtypes(side_passes, inputs), flags=flags, ranked=True)
+        for side_passes in passes
+    ]
     baseline_report, candidate_report = (
         _assemble_report(
             side_passes,
             name=getattr(workload, "__qualname__", None),
-            context=copy.deepcopy(context),
+            context=context,
             selected=selected,
             budget=budget,
             inputs=inputs,
             work_units=work_units,
             work_unit=work_unit,
         )
-        for side_passes, workload in zip(passes, sides, strict=True)
+        for side_passes, workload, context in zip(passes, sides, contexts, strict=True)
     )
     comparison = compare_benchmarks(
         baseline_report,

@@ -28,7 +28,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from . import _claims, _core
+from ._compiled import CompiledWatch, compiled_diagnostic, explain_fullgraph_error
 from ._metrics import complete, partial, report_number
+from ._threads import OtherThreads, ThreadWatch, other_threads_diagnostic, other_threads_reason
 from .context import class_name
 from .errors import InvalidArgumentError
 from .reports import (
@@ -46,6 +48,8 @@ if TYPE_CHECKING:
     from .opflops.classify import ExclusionClass
     from .opflops.formulas import RawFormula
     from .opflops.mode import Entry, OperatorFlopMode
+
+_native_id = threading.get_native_id
 
 # The outcomes the dispatch mode reports (``opflops.mode``), repeated here so this module does not
 # import torch before a counter starts.
@@ -322,10 +326,18 @@ class OperatorFlopCounter:
 
     The counter is not reentrant (entering it while active raises); entering it again after exit
     starts a new count. It counts the operators of the thread that entered it only (PyTorch
-    keeps dispatch modes per thread). Read the results after exit with :meth:`operator_flops` and
-    :meth:`diagnostics`.
+    keeps dispatch modes per thread), and of threads that inherit its state (``torch.jit.fork``).
+    Operators that run on other threads meanwhile (a thread pool, a ``threading.Thread``) are
+    found by a process-wide profiler session and never counted: the total is then ``partial``,
+    its known value what this thread did, with an ``other_threads`` diagnostic (see
+    ``docs/measurement-boundaries.md``). Compiled code entered inside runs eagerly and gets a
+    ``compiled_callable`` diagnostic. Read the results after exit with :meth:`operator_flops`
+    and :meth:`diagnostics`.
 
     """
+
+    # Whether other threads are watched while the counter is active (see ``_threads``).
+    _watch_threads = True
 
     def __init__(
         self,
@@ -356,6 +368,7 @@ class OperatorFlopCounter:
         self._stack: list[str] = []
         self._thread: int | None = None
         self._hold: _claims.Hold | None = None
+        self._watch: ThreadWatch | None = None
         # The name a refused claim gives this counter (measure_flops gives its own).
         self._caller = "OperatorFlopCounter"
         self._reset()
@@ -365,6 +378,13 @@ class OperatorFlopCounter:
         self._modules: dict[str, _ModuleStats] = {}
         self._devices: list[Any] = []
         self._dtypes: set[Any] = set()
+        # FLOPs by the dtype of the counted operator's result: the precision computed in.
+        self._dtype_flops: dict[Any, int] = {}
+        # Native ids of the threads the dispatch mode ran on (``torch.jit.fork`` and autograd's
+        # device threads inherit it): not foreign to the thread watch.
+        self._threads_seen: set[int] = set()
+        self._other_threads: OtherThreads | None = None
+        self._compiled = CompiledWatch()
         self._stack = []
 
     # -- module tracking -------------------------------------------------------------------
@@ -438,6 +458,9 @@ class OperatorFlopCounter:
             raise InvalidArgumentError("this OperatorFlopCounter is already active")
         self._reset()
         mode = self._mode_class()(self, self._formulas, _user_formula_error)
+        # A counter that does not watch still claims its thread, so that watching passes on
+        # other threads do not take its operators for foreign work.
+        watch = ThreadWatch(self._threads_seen, active=self._watch_threads)
         try:
             self._thread = threading.get_ident()
             if self._roots:
@@ -446,12 +469,24 @@ class OperatorFlopCounter:
                 # of them may run at once, but not while an analysis changes the modules.
                 self._hold = _claims.Hold(tracked, self._caller, exclusive=False)
                 self._register_hooks(tracked)
+            watch.__enter__()
+            self._watch = watch
+            self._compiled.__enter__()
             mode.__enter__()
         except BaseException:
+            self._compiled.__exit__(None, None, None)
+            self._leave_watch()
             self._remove_hooks()
             raise
         self._mode = mode
         return self
+
+    def _leave_watch(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            watch.__exit__(None, None, None)
+            if self._watch_threads:
+                self._other_threads = watch.result
 
     def __exit__(
         self,
@@ -465,7 +500,12 @@ class OperatorFlopCounter:
             if mode is not None:
                 mode.__exit__(exc_type, exc, traceback)
         finally:
-            self._remove_hooks()
+            try:
+                self._compiled.__exit__(None, None, None)
+                explain_fullgraph_error(exc)
+                self._leave_watch()
+            finally:
+                self._remove_hooks()
 
     def _mode_class(self) -> type[OperatorFlopMode]:
         """The dispatch mode this counter pushes (the analysis of a forward has its own)."""
@@ -492,7 +532,10 @@ class OperatorFlopCounter:
     ) -> None:
         # Results carry the devices and dtypes the work ran in; their arguments are results of
         # earlier operators or the caller's inputs, which the caller describes.
-        self._observe(out)
+        dtype = self._observe(out)
+        if flops and dtype is not None:
+            self._dtype_flops[dtype] = self._dtype_flops.get(dtype, 0) + flops
+        self._threads_seen.add(_native_id())
         paths = self.module_stack
         if not paths:
             return
@@ -505,10 +548,12 @@ class OperatorFlopCounter:
             elif outcome == UNCOUNTED:
                 module.uncounted.add(entry.name)
 
-    def _observe(self, values: Any) -> None:
-        # A plain walk of the containers: operator results only nest tuples and lists.
+    def _observe(self, values: Any) -> Any:
+        # A plain walk of the containers: operator results only nest tuples and lists. Returns
+        # the first floating dtype met (the precision an operator computed in), or None.
         import torch
 
+        first = None
         pending = [values]
         while pending:
             value = pending.pop()
@@ -516,12 +561,16 @@ class OperatorFlopCounter:
                 device = value.device
                 if device not in self._devices:
                     self._devices.append(device)
-                if value.dtype.is_floating_point:
-                    self._dtypes.add(value.dtype)
+                dtype = value.dtype
+                if dtype.is_floating_point:
+                    self._dtypes.add(dtype)
+                    if first is None:
+                        first = dtype
             elif isinstance(value, (tuple, list)):
                 pending.extend(value)
             elif isinstance(value, dict):
                 pending.extend(value.values())
+        return first
 
     # -- results ---------------------------------------------------------------------------
 
@@ -542,6 +591,34 @@ class OperatorFlopCounter:
         """The floating-point dtypes of the tensors seen, sorted by name."""
         return sorted(self._dtypes, key=str)
 
+    @property
+    def computed_dtypes(self) -> list[Any]:
+        """The floating dtypes seen, largest FLOP share first, then the others by name.
+
+        An operator's FLOPs count for the dtype of its result (under autocast, the dtype it
+        computed in). Dtypes with equal FLOPs are ordered by name.
+        """
+        shares = self._dtype_flops
+        return sorted(self._dtypes, key=lambda dtype: (-shares.get(dtype, 0), str(dtype)))
+
+    @property
+    def flop_dtypes(self) -> list[Any]:
+        """The dtypes counted operators computed in, largest FLOP share first (then by name)."""
+        shares = self._dtype_flops
+        return sorted(
+            (dtype for dtype, flops in shares.items() if flops),
+            key=lambda dtype: (-shares[dtype], str(dtype)),
+        )
+
+    @property
+    def other_threads(self) -> OtherThreads | None:
+        """What ran on other threads during the last count (``None`` when not watched)."""
+        return self._other_threads
+
+    def _foreign_reason(self) -> str | None:
+        found = self._other_threads
+        return other_threads_reason(found) if found is not None else None
+
     def _uncounted_names(self) -> list[str]:
         return sorted(name for name, op in self._operators.items() if op.uncounted_calls)
 
@@ -552,8 +629,8 @@ class OperatorFlopCounter:
 
     @property
     def complete(self) -> bool:
-        """Whether every executed operator was counted or excluded by convention."""
-        return not self._uncounted_names()
+        """Whether every executed operator was counted or excluded, all on watched threads."""
+        return not self._uncounted_names() and self._foreign_reason() is None
 
     def operator_flops(self, scope: str = _COUNTER_SCOPE) -> OperatorFlops:
         """The ``OperatorFlops`` section of a report for what ran (operators sorted by name)."""
@@ -575,10 +652,15 @@ class OperatorFlopCounter:
                 excluded.append({"operator": name, "calls": op.calls, "class": op.exclusion})
         total_value = sum(op["flops"] for op in counted)
         total: MetricResult
+        reasons = []
         if uncounted:
             names = ", ".join(op["operator"] for op in uncounted)
-            reason = f"{_plural(len(uncounted), 'operator')} without a FLOP formula: {names}"
-            total = partial(total_value, "FLOPs", scope, FLOPS_METHOD, reason)
+            reasons.append(f"{_plural(len(uncounted), 'operator')} without a FLOP formula: {names}")
+        foreign = self._foreign_reason()
+        if foreign is not None:
+            reasons.append(foreign)
+        if reasons:
+            total = partial(total_value, "FLOPs", scope, FLOPS_METHOD, "; ".join(reasons))
         else:
             total = complete(total_value, "FLOPs", scope, FLOPS_METHOD)
         modules: list[ModuleOperatorFlops] = []
@@ -594,11 +676,32 @@ class OperatorFlopCounter:
             "by_module": {},
             "ignored_operators": {},
         }
+        found = self._other_threads
+        if found is not None and found.watched:
+            section["other_threads"] = {"calls": found.calls, "threads": found.threads}
         add_legacy_views(section, self._root_type)
         return section
 
     def diagnostics(self) -> list[Diagnostic]:
-        """One ``uncounted_operator`` warning per uncounted operator, sorted by operator name."""
+        """One ``uncounted_operator`` warning per uncounted operator, sorted by operator name.
+
+        Then, where they apply: ``other_threads`` (operators ran on other threads), a ``note``
+        (other threads could not be watched) and ``compiled_callable`` (compiled code ran
+        eagerly).
+        """
+        found: list[Diagnostic] = self._operator_diagnostics()
+        if self._other_threads is not None:
+            watched = other_threads_diagnostic(self._other_threads, "operator_flops")
+            if watched is not None:
+                found.append(watched)  # type: ignore[arg-type]
+        compiled = compiled_diagnostic(
+            self._compiled, "operator_flops", "the operators counted are"
+        )
+        if compiled is not None:
+            found.append(compiled)  # type: ignore[arg-type]
+        return found
+
+    def _operator_diagnostics(self) -> list[Diagnostic]:
         found: list[Diagnostic] = []
         for name in self._uncounted_names():
             op = self._operators[name]
@@ -747,10 +850,11 @@ def measure_flops(
         "kind": "flops",
         "context": capture_context(
             counter.device,
-            counter.dtypes,
+            counter.computed_dtypes,
             model_type=model_type,
             training_before=training_before,
             flags=flags,
+            ranked=True,
         ),
         "diagnostics": counter.diagnostics(),
         "callable": qualname if isinstance(qualname, str) else None,

@@ -30,13 +30,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import threading
 import types
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
+from ._compiled import CompiledWatch, compiled_diagnostic, explain_fullgraph_error
 from ._metrics import complete, partial, unavailable
+from ._threads import OtherThreads, ThreadWatch, other_threads_diagnostic, other_threads_reason
 from .errors import InvalidArgumentError
 from .reports import Diagnostic, MetricResult, PeakMemoryReport
 
@@ -278,27 +281,6 @@ def _reachable_tensors(roots: Iterable[Any], limit: int = _WALK_LIMIT) -> tuple[
     return found, False
 
 
-def _is_compiled(obj: Any) -> bool:
-    # torch.compile wraps functions with ``_torchdynamo_orig_callable`` and modules in an
-    # ``OptimizedModule`` that keeps ``_orig_mod``; only instance dicts are read (no __getattr__).
-    try:
-        attributes = object.__getattribute__(obj, "__dict__")
-    except AttributeError:
-        return False
-    return isinstance(attributes, dict) and (
-        "_torchdynamo_orig_callable" in attributes or "_orig_mod" in attributes
-    )
-
-
-def _compiled_reachable(roots: Iterable[Any]) -> bool:
-    """Whether a ``torch.compile``d callable is the root or directly held by it."""
-    for root in roots:
-        candidates = [root, *(_referents(root) if not isinstance(root, _OPAQUE) else ())]
-        if any(_is_compiled(candidate) for candidate in candidates):
-            return True
-    return False
-
-
 # -- the dispatch mode ------------------------------------------------------------------------
 
 
@@ -309,6 +291,7 @@ def _mode_class() -> Any:
     from torch.utils._python_dispatch import TorchDispatchMode
 
     composite_key = torch._C.DispatchKey.CompositeImplicitAutograd
+    native_id = threading.get_native_id
     higher_order = torch._ops.HigherOrderOperator
     tensor_type = torch.Tensor
     base: Any = TorchDispatchMode  # untyped; seen through Any so strict mypy accepts it
@@ -320,6 +303,7 @@ def _mode_class() -> Any:
             super().__init__()
             self._tracker = tracker
             self._composite: dict[Any, bool] = {}
+            self._seen_thread = tracker._threads_seen.add
 
         def _is_composite(self, func: Any) -> bool:
             known = self._composite.get(func)
@@ -350,6 +334,7 @@ def _mode_class() -> Any:
             # Arguments too: a storage made outside any operator (torch.from_numpy) is first seen
             # there, and a storage resized in place is re-measured.
             self._observe((args, kwargs, out))
+            self._seen_thread(native_id())
             return out
 
         def _observe(self, values: Any) -> None:
@@ -441,7 +426,10 @@ class TensorMemoryTracker:
         self._unreadable_baseline = 0
         self._unreadable = 0
         self._truncated = False
-        self._compiled = False
+        self._compiled = CompiledWatch()
+        self._threads_seen: set[int] = set()
+        self._watch: ThreadWatch | None = None
+        self._other_threads: OtherThreads | None = None
         self._dtypes: set[Any] = set()
         self._failed: str | None = None
 
@@ -527,6 +515,7 @@ class TensorMemoryTracker:
         traceback: TracebackType | None,
     ) -> None:
         """Pop the mode and read the peak; an exception of the tracked code propagates unchanged."""
+        explain_fullgraph_error(exc)
         try:
             if self.uses_allocator:
                 self._exit_allocator(failed=exc is not None)
@@ -544,6 +533,11 @@ class TensorMemoryTracker:
                 if any(active is mode for active in _get_current_dispatch_mode_stack()):
                     mode.__exit__(None, None, None)
         finally:
+            self._compiled.__exit__(None, None, None)
+            watch, self._watch = self._watch, None
+            if watch is not None:
+                watch.__exit__(None, None, None)
+                self._other_threads = watch.result
             self._entered = False
             # Dropping the weak references drops their callbacks: nothing is left behind.
             self._live = {}
@@ -570,7 +564,6 @@ class TensorMemoryTracker:
             baseline_tensors = scanned
         else:
             baseline_tensors, self._truncated = _reachable_tensors(self._roots)
-            self._compiled = _compiled_reachable(self._roots)
         # Storages alive now are never new. A weak mapping forgets a storage when it is freed, so
         # a new storage that reuses its address is still counted.
         alive = scanned if self._roots is None else [*scanned, *baseline_tensors]
@@ -591,6 +584,10 @@ class TensorMemoryTracker:
         del baseline_tensors
         self._baseline_bytes = self._live_bytes
         self._peak_bytes = self._live_bytes
+        watch = ThreadWatch(self._threads_seen)
+        watch.__enter__()
+        self._watch = watch
+        self._compiled.__enter__()
         # Held before it is pushed, so an interrupt between the two cannot leave it behind:
         # ``_leave`` pops it only if it is on the stack.
         self._mode = _mode_class()(self)
@@ -689,13 +686,17 @@ class TensorMemoryTracker:
 
     # -- results -----------------------------------------------------------------------------
 
-    def _partial_reason(self, *, baseline_only: bool) -> str | None:
+    def _partial_reason(self, *, baseline_only: bool, foreign: bool = True) -> str | None:
         reasons = []
         if self._truncated:
             reasons.append(
                 f"the reachability walk stopped after {_WALK_LIMIT:,} objects; tensors beyond "
                 "it are not in the baseline"
             )
+        if foreign and not baseline_only and self._other_threads is not None:
+            elsewhere = other_threads_reason(self._other_threads)
+            if elsewhere is not None:
+                reasons.append(elsewhere)
         unreadable = self._unreadable_baseline + (0 if baseline_only else self._unreadable)
         if unreadable:
             reasons.append(
@@ -757,7 +758,12 @@ class TensorMemoryTracker:
                     "message": f"allocator reserved memory is measured on CUDA devices only; {why}",
                 }
             )
-        reason = self._partial_reason(baseline_only=False) if not self.uses_allocator else None
+        # Operators on other threads have a diagnostic of their own (below).
+        reason = (
+            self._partial_reason(baseline_only=False, foreign=False)
+            if not self.uses_allocator
+            else None
+        )
         if reason is not None:
             found.append(
                 {
@@ -767,18 +773,15 @@ class TensorMemoryTracker:
                     "message": f"tensor memory is a lower bound: {reason}",
                 }
             )
-        if self._compiled:
-            found.append(
-                {
-                    "code": "compiled_callable",
-                    "severity": "warning",
-                    "metric": "tensor_memory_peak",
-                    "message": (
-                        "the workload calls a torch.compile'd callable; under the tracker's "
-                        "dispatch mode it runs eagerly, so the peak is that of eager execution"
-                    ),
-                }
-            )
+        if self._other_threads is not None:
+            watched = other_threads_diagnostic(self._other_threads, "tensor_memory_peak")
+            if watched is not None:
+                found.append(watched)  # type: ignore[arg-type]
+        compiled = compiled_diagnostic(
+            self._compiled, "tensor_memory_peak", "the storages it allocated are"
+        )
+        if compiled is not None:
+            found.append(compiled)  # type: ignore[arg-type]
         return found
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "ModuleOperatorFlops",
     "NamedValueMeta",
     "OperatorFlops",
+    "OtherThreadCalls",
     "OutputCheck",
     "OutputCheckReport",
     "PeakMemoryReport",
@@ -93,6 +94,8 @@ DiagnosticCode = Literal[
     "output_metadata_mismatch",
     "output_values_mismatch",
     "structure_changed",
+    "other_threads",
+    "precision_changed",
     "note",
 ]
 
@@ -131,6 +134,7 @@ class Flags(TypedDict):
     cudnn_deterministic: bool | None
     float32_matmul_precision: str | None
     deterministic_algorithms: bool | None
+    autocast: NotRequired[dict[str, str] | None]
 
 
 class Context(TypedDict):
@@ -297,6 +301,13 @@ class ModuleOperatorFlops(TypedDict):
     flops: MetricResult
 
 
+class OtherThreadCalls(TypedDict):
+    """Operator calls that ran on other threads while a pass counted its own thread's."""
+
+    calls: int
+    threads: int
+
+
 class OperatorFlops(TypedDict):
     """Every executed operator, each in one class, and the total."""
 
@@ -308,6 +319,7 @@ class OperatorFlops(TypedDict):
     by_operator: dict[str, float]
     by_module: dict[str, float]
     ignored_operators: dict[str, IgnoredOperator]
+    other_threads: NotRequired[OtherThreadCalls | None]
 
 
 class AnalysisTotals(TypedDict):

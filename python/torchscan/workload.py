@@ -1,8 +1,8 @@
 """``measure_workload``: honest numbers for a callable that does the work of your application.
 
 Pass order (ARCHITECTURE section 5): timing, then the process-RSS child, then the profiler, then
-the dispatch-mode passes (operator FLOPs, tensor memory), because a dispatch mode makes a
-``torch.compile``d callable fall back to eager for the rest of the process.
+the dispatch-mode passes (operator FLOPs, tensor memory): while a dispatch mode is active,
+``torch.compile``d code runs eagerly (see ``_compiled``), so what is timed is the compiled code.
 """
 
 from __future__ import annotations
@@ -117,12 +117,6 @@ def _input_metas(inputs: Any) -> list[ValueMeta]:
     return [describe(inputs)]
 
 
-def _is_compiled(workload: Any) -> bool:
-    # torch.compile wraps functions with ``_torchdynamo_orig_callable`` and modules in
-    # ``OptimizedModule`` (which keeps ``_orig_mod``).
-    return hasattr(workload, "_torchdynamo_orig_callable") or hasattr(workload, "_orig_mod")
-
-
 def _timing_metrics(
     run: TimingRun, work_units: float, work_unit: str
 ) -> tuple[dict[str, MetricResult], list[Diagnostic]]:
@@ -217,31 +211,35 @@ def _unavailable_timing(work_unit: str) -> dict[str, MetricResult]:
 
 def _operator_flops_pass(
     workload: Callable[[], Any],
-) -> tuple[OperatorFlops, list[Diagnostic]]:
+) -> tuple[OperatorFlops, list[Diagnostic], Any]:
+    """The section, its diagnostics and the counter (for the dtypes it saw)."""
     from .flops import OperatorFlopCounter
 
     counter = OperatorFlopCounter()
     with counter:
         workload()
-    return counter.operator_flops(scope=_FLOPS_SCOPE), counter.diagnostics()
+    return counter.operator_flops(scope=_FLOPS_SCOPE), counter.diagnostics(), counter
 
 
 def _memory_pass(
     workload: Callable[[], Any], device: Any
-) -> tuple[MetricResult, MetricResult, list[Diagnostic]]:
+) -> tuple[MetricResult, MetricResult, list[Diagnostic], list[str]]:
     from .memory import measure_peak_memory
 
     report = measure_peak_memory(workload, device=str(device))
     # On CPU the reserved-bytes metric is unavailable by nature ("unsupported on device" in its
     # reason); repeating that as a diagnostic on every CPU report would only be noise.
-    # measure_workload states a compiled callable once, for every pass.
     diagnostics = [
         diagnostic
         for diagnostic in report["diagnostics"]
         if not (device.type == "cpu" and diagnostic["code"] == "unsupported_on_device")
-        and diagnostic["code"] != "compiled_callable"
     ]
-    return report["tensor_memory_peak"], report["allocator_reserved_peak"], diagnostics
+    return (
+        report["tensor_memory_peak"],
+        report["allocator_reserved_peak"],
+        diagnostics,
+        report["context"]["dtypes"],
+    )
 
 
 def _rss_pass(
@@ -325,23 +323,6 @@ def _check_rss_timeout(rss_timeout_s: Any) -> float:
     return _check_seconds("rss_timeout_s", rss_timeout_s)
 
 
-def _compiled_diagnostics(workload: Any) -> list[Diagnostic]:
-    if not _is_compiled(workload):
-        return []
-    return [
-        {
-            "code": "compiled_callable",
-            "severity": "info",
-            "metric": None,
-            "message": (
-                "the workload is compiled with torch.compile: timing ran first, because the "
-                "operator FLOPs and tensor memory passes use a dispatch mode, which makes a "
-                "compiled callable run eagerly for the rest of the process"
-            ),
-        }
-    ]
-
-
 def _timing_evidence(run: TimingRun) -> TimingEvidence:
     return {
         "first_call_s": run.first_call_s,
@@ -362,6 +343,9 @@ class _Passes:
         self.timing: TimingEvidence | None = None
         self.profiler: ProfilerPass = not_requested_profiler()
         self.operator_flops: OperatorFlops | None = None
+        # The dtypes counted operators computed in, largest FLOP share first; all others seen.
+        self.flop_dtypes: list[Any] = []
+        self.dtypes: list[Any] = []
 
 
 def _add_timing(passes: _Passes, run: TimingRun | None, work_units: float, work_unit: str) -> None:
@@ -407,19 +391,22 @@ def _run_later_passes(
         passes.diagnostics.extend(found)
 
     if "operator_flops" in selected:
-        passes.operator_flops, found = _operator_flops_pass(workload)
+        passes.operator_flops, found, counter = _operator_flops_pass(workload)
         values["operator_flops"] = passes.operator_flops["total"]
         passes.diagnostics.extend(found)
+        passes.flop_dtypes.extend(counter.flop_dtypes)
+        passes.dtypes.extend(counter.dtypes)
     else:
         values["operator_flops"] = _metrics.unavailable(
             "FLOPs", _FLOPS_SCOPE, _FLOPS_METHOD, NOT_REQUESTED
         )
 
     if "tensor_memory" in selected:
-        peak, reserved, found = _memory_pass(workload, device)
+        peak, reserved, found, stored = _memory_pass(workload, device)
         values["tensor_memory_peak"] = peak
         values["allocator_reserved_peak"] = reserved
         passes.diagnostics.extend(found)
+        passes.dtypes.extend(stored)
     else:
         values["tensor_memory_peak"] = _metrics.unavailable(
             "B", "PyTorch tensor memory", "tensor memory pass", NOT_REQUESTED
@@ -486,6 +473,20 @@ def _assemble_report(
 
 def _input_dtypes(inputs: Any) -> list[Any]:
     return [t.dtype for t in iter_tensors(inputs) if t.is_floating_point()]
+
+
+def _ranked_dtypes(passes: _Passes, inputs: Any) -> list[str]:
+    """The dtypes of a benchmark's context: computed in first, then the others by name.
+
+    The dtypes counted operators computed in come first, largest FLOP share first; the other
+    dtypes the passes saw and those of ``inputs=`` follow, by name.
+    """
+    from ._values import dtype_name
+
+    first = [dtype_name(dtype) for dtype in passes.flop_dtypes]
+    others = {dtype_name(dtype) for dtype in passes.dtypes}
+    others.update(dtype_name(dtype) for dtype in _input_dtypes(inputs))
+    return first + sorted(others - set(first))
 
 
 def _raise_if_incomplete(report: BenchmarkReport, selected: tuple[str, ...]) -> None:
@@ -568,7 +569,7 @@ def measure_workload(
     _check_rss_timeout(rss_timeout_s)
 
     flags = current_flags()
-    passes = _Passes(_compiled_diagnostics(workload))
+    passes = _Passes([])
     run = run_timing(workload, resolved, budget) if "latency" in selected else None
     _add_timing(passes, run, float(work_units), work_unit)
     _run_later_passes(
@@ -583,7 +584,7 @@ def measure_workload(
     report = _assemble_report(
         passes,
         name=getattr(workload, "__qualname__", None),
-        context=capture_context(resolved, _input_dtypes(inputs), flags=flags),
+        context=capture_context(resolved, _ranked_dtypes(passes, inputs), flags=flags, ranked=True),
         selected=selected,
         budget=budget,
         inputs=inputs,

@@ -281,11 +281,14 @@ fn context_differences(baseline: &Context, candidate: &Context) -> Vec<String> {
         shown(&baseline.torch_threads),
         shown(&candidate.torch_threads),
     );
-    note(
-        "dtypes",
-        crate::schema::common::dtypes_text(&baseline.dtypes, ","),
-        crate::schema::common::dtypes_text(&candidate.dtypes, ","),
-    );
+    // A change of dtypes between two recorded lists is a change of precision, named apart.
+    if baseline.dtypes.is_empty() || candidate.dtypes.is_empty() {
+        note(
+            "dtypes",
+            recorded_dtypes(&baseline.dtypes),
+            recorded_dtypes(&candidate.dtypes),
+        );
+    }
     note(
         "torch version",
         shown(&baseline.torch_version),
@@ -296,6 +299,9 @@ fn context_differences(baseline: &Context, candidate: &Context) -> Vec<String> {
     let right = serde_json::to_value(&candidate.flags).unwrap_or_default();
     if let (Some(left), Some(right)) = (left.as_object(), right.as_object()) {
         for (name, value) in left {
+            if name == "autocast" {
+                continue; // part of the precision, named apart
+            }
             let other = right.get(name).unwrap_or(&serde_json::Value::Null);
             note(
                 &format!("flag {name}"),
@@ -305,6 +311,49 @@ fn context_differences(baseline: &Context, candidate: &Context) -> Vec<String> {
         }
     }
     differences
+}
+
+fn recorded_dtypes(dtypes: &[String]) -> String {
+    if dtypes.is_empty() {
+        "not recorded".to_owned()
+    } else {
+        crate::schema::common::dtypes_text(dtypes, ",")
+    }
+}
+
+/// The change of precision between two benchmarks, when both recorded their dtypes or their
+/// autocast regions and these differ: `float32 -> bfloat16` (the dtypes computed in, largest
+/// FLOP share first). Never a refusal: the precision is often the change under test.
+fn precision_change(baseline: &Context, candidate: &Context) -> Option<String> {
+    let mut parts = Vec::new();
+    if !baseline.dtypes.is_empty()
+        && !candidate.dtypes.is_empty()
+        && baseline.dtypes != candidate.dtypes
+    {
+        parts.push(format!(
+            "precision changed: {} -> {} (dtypes computed in, largest FLOP share first)",
+            crate::schema::common::dtypes_text(&baseline.dtypes, ", "),
+            crate::schema::common::dtypes_text(&candidate.dtypes, ", ")
+        ));
+    }
+    if baseline.flags.autocast.is_some()
+        && candidate.flags.autocast.is_some()
+        && baseline.flags.autocast != candidate.flags.autocast
+    {
+        parts.push(format!(
+            "autocast changed: {} -> {}",
+            baseline.flags.autocast_text().unwrap_or_default(),
+            candidate.flags.autocast_text().unwrap_or_default()
+        ));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "{}; the deltas include this change of precision (compare outputs with check_outputs \
+         and tolerances for the lower precision)",
+        parts.join("; ")
+    ))
 }
 
 /// A recorded context value as a reader wants it: the value, or `not recorded`.
@@ -588,6 +637,16 @@ pub fn compare_benchmarks_with(
                 "the reports differ in {}: deltas may reflect the setting, not the change",
                 differences.join(", ")
             ),
+            path: None,
+            operator: None,
+        });
+    }
+    if let Some(message) = precision_change(&baseline.context, &candidate.context) {
+        diagnostics.push(Diagnostic {
+            code: DiagnosticCode::PrecisionChanged,
+            severity: Severity::Info,
+            metric: None,
+            message,
             path: None,
             operator: None,
         });

@@ -405,6 +405,21 @@ fn typed_fast<T: DeserializeOwned>(text: &str) -> Option<T> {
     serde_json::from_str(text).ok()
 }
 
+/// [`unique_keys`] for an optional map: `null` (or an absent field, with `#[serde(default)]`)
+/// is `None`, a map with a key repeated is an error.
+pub(crate) fn unique_keys_optional<'de, D, V>(
+    deserializer: D,
+) -> Result<Option<BTreeMap<String, V>>, D::Error>
+where
+    D: Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    #[derive(Deserialize)]
+    #[serde(bound = "V: Deserialize<'de>")]
+    struct Unique<V>(#[serde(deserialize_with = "unique_keys")] BTreeMap<String, V>);
+    Ok(Option::<Unique<V>>::deserialize(deserializer)?.map(|unique| unique.0))
+}
+
 /// Reads a map of the schema (a JSON object with free keys, such as `by_operator`) and refuses a
 /// key given twice, which a map would otherwise keep the last of silently. Strict typed parsing
 /// already refuses a struct field given twice; every map field of the schema names this function

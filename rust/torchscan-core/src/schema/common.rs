@@ -329,6 +329,12 @@ pub enum DiagnosticCode {
     OutputValuesMismatch,
     /// The model's structure differs between the compared reports.
     StructureChanged,
+    /// Operators ran on other threads while a dispatch-mode pass watched its own thread: they
+    /// are not counted, and the pass's value is partial.
+    OtherThreads,
+    /// Compared benchmarks computed in different floating-point dtypes (`float32 -> bfloat16`):
+    /// often the change under test, named so that it is never mistaken for another.
+    PrecisionChanged,
     /// Anything else worth a reader's attention, explained in the message.
     Note,
 }
@@ -382,6 +388,28 @@ pub struct Flags {
     /// `torch.are_deterministic_algorithms_enabled()`.
     #[serde(default)]
     pub deterministic_algorithms: Option<bool>,
+    /// The autocast regions active, device type to dtype (`{"cpu": "torch.bfloat16"}`); empty
+    /// when none is active, absent in reports that did not record it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(deserialize_with = "crate::read::unique_keys_optional")]
+    pub autocast: Option<BTreeMap<String, String>>,
+}
+
+impl Flags {
+    /// The autocast regions as text (`cpu bfloat16, cuda float16`, or `off`), `None` when not
+    /// recorded.
+    pub fn autocast_text(&self) -> Option<String> {
+        self.autocast.as_ref().map(|regions| {
+            if regions.is_empty() {
+                return "off".to_owned();
+            }
+            regions
+                .iter()
+                .map(|(device, dtype)| format!("{device} {}", dtype_text(dtype)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    }
 }
 
 /// Where and with what a report was made. Never tensor values, file paths or reprs of user objects.
@@ -422,6 +450,9 @@ pub struct Context {
     #[serde(default)]
     pub flags: Flags,
     /// Floating-point dtypes involved, as PyTorch names them, for example `torch.float32`.
+    /// Where operators were counted (`flops` and `benchmark` reports), the dtypes the counted
+    /// operators computed in come first, largest FLOP share first, then the others by name;
+    /// elsewhere they are sorted by name.
     #[serde(default)]
     pub dtypes: Vec<String>,
     /// For analyses (and `flops` reports of one module): the model's class, qualified as

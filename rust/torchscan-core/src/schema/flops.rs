@@ -160,6 +160,23 @@ pub struct OperatorFlops {
     /// and the reason: the `excluded` list in 0.2's `ignored_operators` layout.
     #[serde(deserialize_with = "crate::read::unique_keys")]
     pub ignored_operators: BTreeMap<String, IgnoredOperator>,
+    /// Operator calls that ran on other threads while the workload ran (a thread pool, a
+    /// `threading.Thread`), found by watching every thread: never counted in, since another
+    /// thread may have run them, so a count above zero makes `total` partial. Absent where other
+    /// threads were not watched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_threads: Option<OtherThreadCalls>,
+}
+
+/// What ran on other threads while a dispatch-mode pass counted its own thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OtherThreadCalls {
+    /// Operator calls on other threads, outermost calls only (a call made inside another, as
+    /// `aten::addmm` inside `aten::linear`, is part of it).
+    pub calls: u64,
+    /// Distinct threads those calls ran on.
+    pub threads: u64,
 }
 
 /// An operator's name as torchscan 0.2 (and PyTorch's `OpOverloadPacket`) wrote it:

@@ -80,6 +80,7 @@ pub(crate) fn context_rows(left: &Context, right: &Context) -> Vec<ContextRow> {
                 "Deterministic algorithms".to_owned(),
                 flag(f.deterministic_algorithms),
             ),
+            ("Autocast".to_owned(), f.autocast_text()),
             ("Model".to_owned(), c.model_type.clone()),
             ("Training before".to_owned(), flag(c.training_before)),
             ("Execution mode".to_owned(), c.execution_mode.clone()),

@@ -73,6 +73,7 @@ pub(super) fn check_operator_flops(
                 });
             }
         }
+        let elsewhere = flops.other_threads.is_some_and(|other| other.calls > 0);
         match flops.total.status {
             MetricStatus::Complete if !flops.uncounted.is_empty() => c.at("total", |c| {
                 c.problem_at(
@@ -80,10 +81,16 @@ pub(super) fn check_operator_flops(
                     "cannot be complete while an operator is uncounted; use partial",
                 )
             }),
-            MetricStatus::Partial if flops.uncounted.is_empty() => c.at("total", |c| {
+            MetricStatus::Complete if elsewhere => c.at("total", |c| {
                 c.problem_at(
                     "status",
-                    "partial operator FLOPs list the uncounted operators that make them partial",
+                    "cannot be complete while operators ran on other threads; use partial",
+                )
+            }),
+            MetricStatus::Partial if flops.uncounted.is_empty() && !elsewhere => c.at("total", |c| {
+                c.problem_at(
+                    "status",
+                    "partial operator FLOPs list the uncounted operators, or the calls on other threads, that make them partial",
                 )
             }),
             _ => {}

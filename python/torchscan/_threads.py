@@ -1,0 +1,319 @@
+"""Operators that run on other threads while a dispatch-mode pass counts its own thread's.
+
+PyTorch keeps dispatch modes per thread: the operator-FLOPs and tensor-memory passes see the
+operators of the thread that runs the workload, and of the threads that inherit its state
+(``torch.jit.fork``, autograd's device threads), nothing else. Work handed to a thread pool, a
+``threading.Thread`` or a pin-memory thread would be missing without a word. So while a pass
+runs, a process-wide PyTorch profiler session with ``profile_all_threads`` records the operators
+of every thread (name, thread and times only: no shapes, no memory, no stacks). When the pass
+ends, the operators that ran on threads other than its own are counted, and the pass reports
+itself partial with a diagnostic naming them. They are never counted in as the workload's own: a
+foreign thread may have run them.
+
+One session serves every pass running at the same time on any thread: the first pass starts it,
+each pass that ends reads it (which stops it) and starts it again for the passes still running.
+Threads that run a pass of their own are not foreign to the others: their operators are
+counted by their own pass.
+
+The session is not started, and the pass says it could not watch, when a PyTorch profiler is
+already active on the thread, when the profiler cannot start, or when another profiler started
+meanwhile took the session over (the pass then finds no event of its own thread).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["OtherThreads", "ThreadWatch", "other_threads_diagnostic", "other_threads_reason"]
+
+# The kineto library prints a line each time a profiler session starts and stops (and an error
+# line where no GPU exists). Its log level is read once, when the library initialises: set for
+# that moment only, unless the user chose a level.
+_KINETO_LOG_LEVEL = "KINETO_LOG_LEVEL"
+_SILENT_LEVEL = "6"
+
+# ``RecordScope.FUNCTION``: operator calls (the other scopes are autograd nodes, TorchScript
+# functions, ``record_function`` annotations and others, which are not operators).
+_FUNCTION_SCOPE = 0
+_EXAMPLES = 3
+
+
+@dataclass(frozen=True)
+class OtherThreads:
+    """What a :class:`ThreadWatch` found when its pass ended."""
+
+    #: Whether the other threads were watched for the whole pass.
+    watched: bool
+    #: Why they were not (``None`` when watched).
+    reason: str | None = None
+    #: Operator calls on other threads, outermost calls only (the calls their code made).
+    calls: int = 0
+    #: Distinct threads those calls ran on.
+    threads: int = 0
+    #: The most frequent of those operators, ``(name, calls)``, most frequent first.
+    operators: tuple[tuple[str, int], ...] = ()
+
+
+class _Participant:
+    __slots__ = ("active", "counts", "own_events", "reason", "seen", "start_ns", "threads", "tid")
+
+    def __init__(self, tid: int, seen: set[int], active: bool) -> None:
+        self.tid = tid
+        self.seen = seen
+        # An active participant watches; a passive one only says its thread runs a pass of its
+        # own (the analysis of ``crawl_module``), so its operators are foreign to nobody.
+        self.active = active
+        self.start_ns = time.time_ns()
+        self.counts: Counter[str] = Counter()
+        self.threads: set[int] = set()
+        self.own_events = 0
+        self.reason: str | None = None
+
+
+class _Session:
+    """The process-wide profiler session shared by every active :class:`ThreadWatch`."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.participants: list[_Participant] = []
+        # Threads that ran a pass of their own at some time during the running segment, with
+        # the threads their dispatch modes reached.
+        self.segment_own: set[int] = set()
+        self.running = False
+
+    # -- the profiler ----------------------------------------------------------------------
+
+    def _start(self) -> str | None:
+        """Start the profiler; the reason it could not, or ``None``."""
+        try:
+            import torch
+
+            api: Any = torch.autograd  # the profiler's entry points, as torch.profiler uses them
+            if str(torch._C._autograd._profiler_type()) != "ActiveProfilerType.NONE":
+                return "a PyTorch profiler is active on this thread"
+            experimental = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
+            config = api.ProfilerConfig(
+                api.ProfilerState.KINETO, False, False, False, False, False, experimental
+            )
+            activities = {api.ProfilerActivity.CPU}
+            with _quiet_kineto():
+                # Prepared first, as torch.profiler does: enabling an unprepared session crashes.
+                api._prepare_profiler(config, activities)
+                api._enable_profiler(config, activities)
+        except Exception as error:  # an older PyTorch, or a profiler already running
+            return f"the PyTorch profiler could not watch them ({type(error).__name__}: {error})"
+        self.running = True
+        return None
+
+    def _stop(self) -> list[Any] | str:
+        """Stop the profiler: its events, or the reason they could not be read."""
+        self.running = False
+        try:
+            import torch
+
+            api: Any = torch.autograd
+            return list(api._disable_profiler().events())
+        except Exception as error:
+            return f"the PyTorch profiler failed ({type(error).__name__}: {error})"
+
+    # -- participants ----------------------------------------------------------------------
+
+    def _watching(self) -> list[_Participant]:
+        return [each for each in self.participants if each.active and each.reason is None]
+
+    def join(self, participant: _Participant) -> None:
+        with self.lock:
+            if participant.active and not self.running:
+                participant.reason = self._start()
+                if participant.reason is not None:
+                    return
+                self.segment_own = {each.tid for each in self.participants}
+            self.participants.append(participant)
+            self.segment_own.add(participant.tid)
+
+    def leave(self, participant: _Participant) -> None:
+        with self.lock:
+            if participant not in self.participants:
+                return
+            if not participant.active or not self.running:
+                self.segment_own.update(participant.seen)
+                self.participants.remove(participant)
+                return
+            events = self._stop()
+            watching = self._watching()
+            own = set(self.segment_own)
+            for each in self.participants:
+                own.update(each.seen)
+            self.participants.remove(participant)
+            if isinstance(events, str):
+                for each in watching:
+                    each.reason = each.reason or events
+            else:
+                _distribute(events, watching, own, time.time_ns())
+            self.segment_own = {each.tid for each in self.participants}
+            if self._watching():
+                reason = self._start()
+                if reason is not None:
+                    for each in self._watching():
+                        each.reason = reason
+
+
+_SESSION = _Session()
+
+
+def _distribute(
+    events: list[Any], participants: list[_Participant], own: set[int], end_ns: int
+) -> None:
+    """Count the events of foreign threads into each participant whose pass they overlapped.
+
+    ``own`` holds the threads that ran a pass of their own during the segment.
+    """
+    by_thread: dict[int, list[tuple[int, int, str]]] = {}
+    own_events: Counter[int] = Counter()
+    for event in events:
+        try:
+            if event.scope() != _FUNCTION_SCOPE:
+                continue
+            tid = int(event.device_resource_id())
+            start = int(event.start_ns())
+            if tid in own:
+                own_events[tid] += 1
+                continue
+            end = start + int(event.duration_ns())
+            name = str(event.name())
+        except Exception:  # an event of a kind this reading does not know
+            continue
+        by_thread.setdefault(tid, []).append((start, end, name))
+    # The outermost calls of each foreign thread: a call inside another call (``linear`` runs
+    # ``addmm``) is part of it.
+    outermost: list[tuple[int, int, str]] = []
+    for tid, calls in by_thread.items():
+        calls.sort(key=lambda call: (call[0], -call[1]))
+        reach = -1
+        for start, end, name in calls:
+            if start >= reach:
+                outermost.append((start, tid, name))
+                reach = end
+            else:
+                reach = max(reach, end)
+    for participant in participants:
+        participant.own_events += own_events[participant.tid]
+        for start, tid, name in outermost:
+            if participant.start_ns <= start <= end_ns:
+                participant.counts[name] += 1
+                participant.threads.add(tid)
+
+
+class _QuietKineto:
+    """Set kineto's log level to silent while it initialises, unless the user set one."""
+
+    initialised = False
+
+    def __enter__(self) -> None:
+        self._set = not _QuietKineto.initialised and _KINETO_LOG_LEVEL not in os.environ
+        if self._set:
+            os.environ[_KINETO_LOG_LEVEL] = _SILENT_LEVEL
+
+    def __exit__(self, *exc: object) -> None:
+        _QuietKineto.initialised = True
+        if self._set:
+            os.environ.pop(_KINETO_LOG_LEVEL, None)
+
+
+def _quiet_kineto() -> _QuietKineto:
+    return _QuietKineto()
+
+
+class ThreadWatch:
+    """Context manager: watch the other threads while a pass runs on this one.
+
+    ``seen`` is the set of native thread ids on which the pass's own dispatch mode ran (it may
+    grow while the pass runs): those threads are not foreign. Read :attr:`result` after exit.
+    A passive watch (``active=False``) watches nothing: it tells the watching passes on other
+    threads that this thread's operators belong to a pass of its own.
+    """
+
+    def __init__(self, seen: set[int], *, active: bool = True) -> None:
+        """Nothing starts until entered; ``active=False`` only claims the thread (see above)."""
+        self._seen = seen
+        self._active = active
+        self._participant: _Participant | None = None
+        self.result = OtherThreads(False, "the pass has not run")
+
+    def __enter__(self) -> ThreadWatch:
+        """Join (or start) the process-wide session."""
+        participant = _Participant(threading.get_native_id(), self._seen, self._active)
+        _SESSION.join(participant)
+        self._participant = participant
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Leave the session and read what ran elsewhere."""
+        participant, self._participant = self._participant, None
+        if participant is None:
+            return
+        if participant.reason is None:
+            _SESSION.leave(participant)
+        # The pass ran operators on its thread, yet the session recorded none of them: another
+        # profiler took the session over.
+        lost = participant.own_events == 0 and participant.tid in participant.seen
+        if participant.reason is None and participant.active and lost:
+            participant.reason = "another PyTorch profiler started while the pass ran"
+        if participant.reason is not None or not participant.active:
+            self.result = OtherThreads(False, participant.reason or "not watched")
+            return
+        self.result = OtherThreads(
+            True,
+            None,
+            sum(participant.counts.values()),
+            len(participant.threads),
+            tuple(participant.counts.most_common(_EXAMPLES)),
+        )
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def other_threads_reason(found: OtherThreads) -> str | None:
+    """The partial reason of a pass whose workload ran operators elsewhere, or ``None``."""
+    if not found.calls:
+        return None
+    return (
+        f"{_plural(found.calls, 'operator call')} ran on "
+        f"{_plural(found.threads, 'other thread')} while the workload ran; they are not counted"
+    )
+
+
+def other_threads_diagnostic(found: OtherThreads, metric: str) -> dict[str, Any] | None:
+    """The diagnostic of a pass's watch: operators elsewhere (warning), or no watch (note)."""
+    if not found.watched:
+        return {
+            "code": "note",
+            "severity": "info",
+            "metric": metric,
+            "message": (
+                f"operators on other threads were not watched: {found.reason}; work the "
+                "workload hands to other threads would be missing from this pass"
+            ),
+        }
+    if not found.calls:
+        return None
+    examples = ", ".join(f"`{name}` ({count:,})" for name, count in found.operators)
+    return {
+        "code": "other_threads",
+        "severity": "warning",
+        "metric": metric,
+        "message": (
+            f"{_plural(found.calls, 'operator call')} ran on "
+            f"{_plural(found.threads, 'other thread')} while the workload ran (most frequent: "
+            f"{examples}); this pass sees its own thread only, so they are not counted and "
+            "the value is a lower bound. Run the work on the calling thread (call the model "
+            "directly instead of through a thread pool or threading.Thread) to count it"
+        ),
+    }
