@@ -177,14 +177,15 @@ def _distribute(
     own_events: Counter[int] = Counter()
     for event in events:
         try:
-            if event.scope() != _FUNCTION_SCOPE:
-                continue
-            tid = int(event.device_resource_id())
-            start = int(event.start_ns())
+            # The thread first: most events are the passes' own, and need nothing else.
+            tid = event.device_resource_id()
             if tid in own:
                 own_events[tid] += 1
                 continue
-            end = start + int(event.duration_ns())
+            if event.scope() != _FUNCTION_SCOPE:
+                continue
+            start = event.start_ns()
+            end = start + event.duration_ns()
             name = str(event.name())
         except Exception:  # an event of a kind this reading does not know
             continue
