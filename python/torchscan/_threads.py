@@ -29,7 +29,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["OtherThreads", "ThreadWatch", "other_threads_diagnostic", "other_threads_reason"]
+from ._compiled import CompiledWatch, compiled_diagnostic
+
+__all__ = [
+    "OtherThreads",
+    "ThreadWatch",
+    "other_threads_diagnostic",
+    "other_threads_reason",
+    "watch_diagnostics",
+]
 
 # The kineto library prints a line each time a profiler session starts and stops (and an error
 # line where no GPU exists). Its log level is read once, when the library initialises: set for
@@ -318,3 +326,18 @@ def other_threads_diagnostic(found: OtherThreads, metric: str) -> dict[str, Any]
             "directly instead of through a thread pool or threading.Thread) to count it"
         ),
     }
+
+
+def watch_diagnostics(
+    found: OtherThreads | None, compiled: CompiledWatch, metric: str, what: str
+) -> list[dict[str, Any]]:
+    """What a dispatch-mode pass adds for ``metric``: other threads, then compiled code.
+
+    ``found`` is ``None`` when the pass did not watch; ``what`` names what the pass measured of
+    eager execution (see :func:`~torchscan._compiled.compiled_diagnostic`).
+    """
+    diagnostics = [
+        other_threads_diagnostic(found, metric) if found is not None else None,
+        compiled_diagnostic(compiled, metric, what),
+    ]
+    return [diagnostic for diagnostic in diagnostics if diagnostic is not None]

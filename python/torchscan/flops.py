@@ -28,9 +28,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from . import _claims, _core
-from ._compiled import CompiledWatch, compiled_diagnostic, explain_fullgraph_error
+from ._compiled import CompiledWatch, explain_fullgraph_error
 from ._metrics import complete, partial, report_number
-from ._threads import OtherThreads, ThreadWatch, other_threads_diagnostic, other_threads_reason
+from ._threads import OtherThreads, ThreadWatch, other_threads_reason, watch_diagnostics
 from .context import class_name
 from .errors import InvalidArgumentError
 from .reports import (
@@ -690,15 +690,11 @@ class OperatorFlopCounter:
         eagerly).
         """
         found: list[Diagnostic] = self._operator_diagnostics()
-        if self._other_threads is not None:
-            watched = other_threads_diagnostic(self._other_threads, "operator_flops")
-            if watched is not None:
-                found.append(watched)  # type: ignore[arg-type]
-        compiled = compiled_diagnostic(
-            self._compiled, "operator_flops", "the operators counted are"
+        found.extend(
+            watch_diagnostics(  # type: ignore[arg-type]
+                self._other_threads, self._compiled, "operator_flops", "the operators counted are"
+            )
         )
-        if compiled is not None:
-            found.append(compiled)  # type: ignore[arg-type]
         return found
 
     def _operator_diagnostics(self) -> list[Diagnostic]:

@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
-from ._compiled import CompiledWatch, compiled_diagnostic, explain_fullgraph_error
+from ._compiled import CompiledWatch, explain_fullgraph_error
 from ._metrics import complete, partial, unavailable
-from ._threads import OtherThreads, ThreadWatch, other_threads_diagnostic, other_threads_reason
+from ._threads import OtherThreads, ThreadWatch, other_threads_reason, watch_diagnostics
 from .errors import InvalidArgumentError
 from .reports import Diagnostic, MetricResult, PeakMemoryReport
 
@@ -773,15 +773,14 @@ class TensorMemoryTracker:
                     "message": f"tensor memory is a lower bound: {reason}",
                 }
             )
-        if self._other_threads is not None:
-            watched = other_threads_diagnostic(self._other_threads, "tensor_memory_peak")
-            if watched is not None:
-                found.append(watched)  # type: ignore[arg-type]
-        compiled = compiled_diagnostic(
-            self._compiled, "tensor_memory_peak", "the storages it allocated are"
+        found.extend(
+            watch_diagnostics(  # type: ignore[arg-type]
+                self._other_threads,
+                self._compiled,
+                "tensor_memory_peak",
+                "the storages it allocated are",
+            )
         )
-        if compiled is not None:
-            found.append(compiled)  # type: ignore[arg-type]
         return found
 
 

@@ -30,6 +30,7 @@ __all__ = [
     "Diagnostic",
     "DiffSide",
     "ExcludedOperator",
+    "ExclusionClass",
     "FieldChange",
     "Flags",
     "FlopReport",
@@ -267,6 +268,18 @@ class CountedOperator(TypedDict):
     flops: float
 
 
+#: The classes of operators excluded by convention (see ``opflops.classify``).
+ExclusionClass = Literal[
+    "elementwise",
+    "normalization",
+    "pooling",
+    "reduction",
+    "data_movement",
+    "allocation",
+    "no_arithmetic",
+]
+
+
 # An operator excluded by convention. The JSON field is named ``class``, a Python keyword, so this
 # TypedDict uses the functional syntax.
 ExcludedOperator = TypedDict(
@@ -274,15 +287,7 @@ ExcludedOperator = TypedDict(
     {
         "operator": str,
         "calls": int,
-        "class": Literal[
-            "elementwise",
-            "normalization",
-            "pooling",
-            "reduction",
-            "data_movement",
-            "allocation",
-            "no_arithmetic",
-        ],
+        "class": ExclusionClass,
     },
 )
 

@@ -15,21 +15,14 @@ operator of an architecture nobody tried still gets the class its tags give it.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
+from ..reports import ExclusionClass
+
 __all__ = ["ExclusionClass", "exclusion_class", "named_class", "operator_name"]
 
-ExclusionClass = Literal[
-    "elementwise",
-    "normalization",
-    "pooling",
-    "reduction",
-    "data_movement",
-    "allocation",
-    "no_arithmetic",
-]
 
 # Curated names (aten namespace, overload dropped). They come first: they override tags where a
 # tag would mislead (``clone`` is tagged pointwise but moves data) and cover untagged kernels.
