@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from torchscan import (
+    OperatorFlopCounter,
     ReportValidationError,
     compare_benchmarks,
     measure_flops,
@@ -168,6 +169,63 @@ def test_no_profiler_is_left_running(model: nn.Module, x: torch.Tensor) -> None:
     with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
         model(x)
     assert sum(event.name == "aten::addmm" for event in profiler.events()) == 2
+
+
+def _user_profiler_sees(model: nn.Module, x: torch.Tensor) -> int:
+    """How many ``addmm`` calls of one forward a user's profiler on this thread records."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+        model(x)
+    return sum(event.name == "aten::addmm" for event in profiler.events())
+
+
+def test_recording_is_switched_back_on_when_the_workload_raises(
+    model: nn.Module, x: torch.Tensor
+) -> None:
+    def failing() -> None:
+        model(x)
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        measure_flops(failing)
+    with pytest.raises(ValueError, match="boom"):
+        measure_peak_memory(failing)
+    assert _user_profiler_sees(model, x) == 2
+
+
+def test_nested_passes_watch_and_switch_recording_back_on_once(
+    model: nn.Module, x: torch.Tensor, pool: concurrent.futures.ThreadPoolExecutor
+) -> None:
+    with OperatorFlopCounter() as outer:
+        inner = measure_flops(lambda: model(x))
+        # Still inside the outer pass: its thread is still not recorded, the pool's is.
+        pool.submit(lambda: model[0](x)).result()
+        model(x)
+    assert inner["total"]["status"] == "complete"
+    assert inner["total"]["value"] == 2 * LINEAR_FLOPS
+    assert inner["diagnostics"] == []
+    assert outer.total_flops == 4 * LINEAR_FLOPS
+    found = outer.other_threads
+    assert found is not None and found.watched
+    assert (found.calls, found.threads) == (1, 1)
+    assert _user_profiler_sees(model, x) == 2
+
+
+def test_a_profiler_started_inside_the_workload_is_named(
+    model: nn.Module, x: torch.Tensor
+) -> None:
+    def profiled() -> None:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+            model(x)
+
+    report = measure_flops(profiled)
+    assert report["total"]["status"] == "complete"
+    assert report["total"]["value"] == 2 * LINEAR_FLOPS
+    (note,) = [d for d in report["diagnostics"] if d["code"] == "note"]
+    assert (
+        "another PyTorch profiler started while the pass ran (it recorded no operator of the "
+        "pass's thread until the pass ended; start it before the measurement to keep them)"
+    ) in note["message"]
+    assert _user_profiler_sees(model, x) == 2
 
 
 def test_the_watch_prints_nothing() -> None:

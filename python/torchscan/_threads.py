@@ -10,6 +10,12 @@ ends, the operators that ran on threads other than its own are counted, and the 
 itself partial with a diagnostic naming them. They are never counted in as the workload's own: a
 foreign thread may have run them.
 
+The watching passes' own threads are not recorded: while a pass runs, PyTorch's
+``RecordFunction`` is switched off on its thread (and the threads that inherit its state, which
+its dispatch mode reaches too), so the session costs little more than the operators of the other
+threads. Each watching pass records one marker event on
+its thread as it ends, which tells that the session was still its own.
+
 One session serves every pass running at the same time on any thread: the first pass starts it,
 each pass that ends reads it (which stops it) and starts it again for the passes still running.
 Threads that run a pass of their own are not foreign to the others: their operators are
@@ -49,6 +55,71 @@ _SILENT_LEVEL = "6"
 # functions, ``record_function`` annotations and others, which are not operators).
 _FUNCTION_SCOPE = 0
 _EXAMPLES = 3
+_MARKER = "torchscan::thread_watch"
+
+
+class _Quiet(threading.local):
+    """How many passes on this thread switched its ``RecordFunction`` off."""
+
+    depth = 0
+
+
+_QUIET = _Quiet()
+
+
+def _record_functions(enabled: bool) -> None:
+    """Switch ``RecordFunction`` on this thread on or off (no-op where torch cannot)."""
+    import torch
+
+    switch = getattr(torch._C._autograd, "_enable_record_function", None)
+    if switch is not None:
+        switch(enabled)
+
+
+def _quiet_enter() -> bool:
+    """Stop recording this thread's operators while its pass runs; whether it was done.
+
+    Nothing is switched off while a profiler of the user's records this thread: it keeps every
+    event. ``RecordFunction`` is on by default and only private torch API turns it off, so the
+    last pass to leave switches it back on.
+    """
+    import torch
+
+    if _QUIET.depth == 0:
+        try:
+            if str(torch._C._autograd._profiler_type()) != "ActiveProfilerType.NONE":
+                return False
+            _record_functions(False)
+        except Exception:  # a PyTorch without these entry points: the thread stays recorded
+            return False
+    _QUIET.depth += 1
+    return True
+
+
+def _quiet_exit() -> None:
+    _QUIET.depth -= 1
+    if _QUIET.depth == 0:
+        _record_functions(True)
+
+
+def _marker() -> bool:
+    """Record one event on this thread (with ``RecordFunction`` on); whether it was recorded."""
+    import torch
+
+    fast = getattr(torch._C._profiler, "_RecordFunctionFast", None)
+    if fast is None:
+        return False
+    if _QUIET.depth:
+        _record_functions(True)
+    try:
+        with fast(_MARKER):
+            pass
+    except Exception:
+        return False
+    finally:
+        if _QUIET.depth:
+            _record_functions(False)
+    return True
 
 
 @dataclass(frozen=True)
@@ -252,6 +323,7 @@ class ThreadWatch:
         self._seen = seen
         self._active = active
         self._participant: _Participant | None = None
+        self._quiet = False
         self.result = OtherThreads(False, "the pass has not run")
 
     def __enter__(self) -> ThreadWatch:
@@ -259,6 +331,8 @@ class ThreadWatch:
         participant = _Participant(threading.get_native_id(), self._seen, self._active)
         _SESSION.join(participant)
         self._participant = participant
+        if participant.reason is None and participant.active:
+            self._quiet = _quiet_enter()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -266,13 +340,24 @@ class ThreadWatch:
         participant, self._participant = self._participant, None
         if participant is None:
             return
+        quiet, self._quiet = self._quiet, False
+        marked = False
         if participant.reason is None:
+            marked = participant.active and _SESSION.running and _marker()
+            if quiet:
+                _quiet_exit()
             _SESSION.leave(participant)
-        # The pass ran operators on its thread, yet the session recorded none of them: another
-        # profiler took the session over.
-        lost = participant.own_events == 0 and participant.tid in participant.seen
+        # The session recorded no event of this thread, not even the marker (or, where no marker
+        # could be recorded, none of the pass's operators): another profiler took it over.
+        ran = marked or (not quiet and participant.tid in participant.seen)
+        lost = participant.own_events == 0 and ran
         if participant.reason is None and participant.active and lost:
-            participant.reason = "another PyTorch profiler started while the pass ran"
+            participant.reason = "another PyTorch profiler started while the pass ran" + (
+                " (it recorded no operator of the pass's thread until the pass ended; start it"
+                " before the measurement to keep them)"
+                if quiet
+                else ""
+            )
         if participant.reason is not None or not participant.active:
             self.result = OtherThreads(False, participant.reason or "not watched")
             return
