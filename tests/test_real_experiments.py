@@ -210,9 +210,7 @@ def test_nested_passes_watch_and_switch_recording_back_on_once(
     assert _user_profiler_sees(model, x) == 2
 
 
-def test_a_profiler_started_inside_the_workload_is_named(
-    model: nn.Module, x: torch.Tensor
-) -> None:
+def test_a_profiler_started_inside_the_workload_is_named(model: nn.Module, x: torch.Tensor) -> None:
     def profiled() -> None:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
             model(x)

@@ -13,15 +13,23 @@ only when the callable itself is compiled. It reads Dynamo only when Dynamo is a
 this module never imports it. So compiled code created inside the workload is not found when
 it is the first use of ``torch.compile`` in the process (PyTorch loads Dynamo then, after the
 pass started); a compiled module or function made before the pass always is.
+
+:func:`without_dynamo` keeps Dynamo out of the passes' own ``__torch_dispatch__`` frames, as
+PyTorch's ``TorchDispatchMode`` does for its subclasses, but without importing Dynamo: PyTorch's
+wrapper imports it on the first operator (close to a second and about 180 MB on the first
+analysis of a process), although no compiled code can run before something else imported it.
 """
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from typing import Any
 
-__all__ = ["CompiledWatch", "compiled_diagnostic", "explain_fullgraph_error"]
+__all__ = ["CompiledWatch", "compiled_diagnostic", "explain_fullgraph_error", "without_dynamo"]
 
+_DYNAMO = "torch._dynamo"
 _EVAL_FRAME = "torch._dynamo.eval_frame"
 # Dynamo's words for a frame it skipped because a dispatch mode was active.
 _DISPATCH_MODE_SKIP = "dispatch mode"
@@ -106,3 +114,43 @@ def explain_fullgraph_error(error: BaseException | None) -> None:
         "finds no frame to compile and raises; measure the uncompiled model (its operators are "
         "the same), or time the compiled one with metrics=['latency']"
     )
+
+
+def without_dynamo(handler: Callable[..., Any]) -> Callable[..., Any]:
+    """``handler`` as a ``__torch_dispatch__`` that Dynamo never traces, without loading Dynamo.
+
+    While Dynamo is not imported no compiled code can run (``torch.compile`` imports it), so the
+    handler runs as it is; from the first operator after something imported Dynamo (before the
+    pass or during it), it runs under ``torch._dynamo.disable(handler, recursive=True)``, as
+    PyTorch wraps ``__torch_dispatch__`` of the dispatch modes that do not opt out
+    (``_should_skip_dynamo``). The modes using it opt out.
+    """
+    modules = sys.modules
+    disabled: list[Callable[..., Any]] = []
+
+    @functools.wraps(handler)
+    def dispatch(
+        self: Any,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        if _DYNAMO not in modules:
+            return handler(self, func, types, args, kwargs)
+        if not disabled:
+            disable = getattr(modules[_DYNAMO], "disable", None)
+            if disable is None:  # Dynamo is being imported on another thread: none runs yet
+                return handler(self, func, types, args, kwargs)
+            try:
+                disabled.append(disable(handler, recursive=True, wrapping=False))
+            except TypeError:  # a PyTorch whose disable has no ``wrapping``
+                disabled.append(disable(handler, recursive=True))
+        return disabled[0](self, func, types, args, kwargs)
+
+    return dispatch
+
+
+def skip_dynamo_wrapping(_cls: type) -> bool:
+    """``TorchDispatchMode._should_skip_dynamo`` of the modes that use :func:`without_dynamo`."""
+    return False

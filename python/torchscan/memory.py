@@ -37,7 +37,12 @@ from collections.abc import Callable, Iterable, Iterator
 from types import TracebackType
 from typing import Any
 
-from ._compiled import CompiledWatch, explain_fullgraph_error
+from ._compiled import (
+    CompiledWatch,
+    explain_fullgraph_error,
+    skip_dynamo_wrapping,
+    without_dynamo,
+)
 from ._metrics import complete, partial, unavailable
 from ._threads import OtherThreads, ThreadWatch, other_threads_reason, watch_diagnostics
 from .errors import InvalidArgumentError
@@ -314,7 +319,10 @@ def _mode_class() -> Any:
                 self._composite[func] = known
             return known
 
-        def __torch_dispatch__(
+        # Dynamo is kept out of the handler without being imported (see ``without_dynamo``).
+        _should_skip_dynamo = classmethod(skip_dynamo_wrapping)
+
+        def _dispatch(
             self,
             func: Any,
             _types: Any,
@@ -336,6 +344,8 @@ def _mode_class() -> Any:
             self._observe((args, kwargs, out))
             self._seen_thread(native_id())
             return out
+
+        __torch_dispatch__ = without_dynamo(_dispatch)
 
         def _observe(self, values: Any) -> None:
             # Operator arguments only nest tuples, lists and dicts: a plain walk is cheaper than

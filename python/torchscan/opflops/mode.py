@@ -25,6 +25,7 @@ from typing import Any, Final, Literal, Protocol
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .._compiled import skip_dynamo_wrapping, without_dynamo
 from .classify import ExclusionClass, exclusion_class, operator_name
 from .formulas import COMPOSITE_FALLBACKS, RawFormula, builtin_formulas, from_shape_formula
 
@@ -384,7 +385,10 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
             _direct_bindings().get(func),
         )
 
-    def __torch_dispatch__(
+    # Dynamo is kept out of the handler without being imported (see ``without_dynamo``).
+    _should_skip_dynamo = classmethod(skip_dynamo_wrapping)
+
+    def _dispatch(
         self,
         func: Any,
         types: Any,
@@ -423,6 +427,8 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
             stats.uncounted_calls += 1
         self._after(entry, code, flops, args, kwargs or _NO_KWARGS, out)
         return out
+
+    __torch_dispatch__ = without_dynamo(_dispatch)
 
     def _count(
         self,
