@@ -149,8 +149,3 @@ def without_dynamo(handler: Callable[..., Any]) -> Callable[..., Any]:
         return disabled[0](self, func, types, args, kwargs)
 
     return dispatch
-
-
-def skip_dynamo_wrapping(_cls: type) -> bool:
-    """``TorchDispatchMode._should_skip_dynamo`` of the modes that use :func:`without_dynamo`."""
-    return False

@@ -40,7 +40,6 @@ from typing import Any
 from ._compiled import (
     CompiledWatch,
     explain_fullgraph_error,
-    skip_dynamo_wrapping,
     without_dynamo,
 )
 from ._metrics import complete, partial, unavailable
@@ -319,8 +318,10 @@ def _mode_class() -> Any:
                 self._composite[func] = known
             return known
 
-        # Dynamo is kept out of the handler without being imported (see ``without_dynamo``).
-        _should_skip_dynamo = classmethod(skip_dynamo_wrapping)
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            # Not PyTorch's wrapper, which imports Dynamo: ``without_dynamo`` keeps it out.
+            return False
 
         def _dispatch(
             self,

@@ -25,7 +25,7 @@ from typing import Any, Final, Literal, Protocol
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .._compiled import skip_dynamo_wrapping, without_dynamo
+from .._compiled import without_dynamo
 from .classify import ExclusionClass, exclusion_class, operator_name
 from .formulas import COMPOSITE_FALLBACKS, RawFormula, builtin_formulas, from_shape_formula
 
@@ -385,8 +385,10 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
             _direct_bindings().get(func),
         )
 
-    # Dynamo is kept out of the handler without being imported (see ``without_dynamo``).
-    _should_skip_dynamo = classmethod(skip_dynamo_wrapping)
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # Not PyTorch's wrapper, which imports Dynamo: ``without_dynamo`` keeps it out.
+        return False
 
     def _dispatch(
         self,
