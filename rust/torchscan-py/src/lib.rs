@@ -1,15 +1,11 @@
-//! `torchscan._core`: a thin binding over torchscan-core. Strings in, strings out; errors are
-//! mapped to Python exceptions in `errors.rs` only.
+//! `torchscan._core`: the Python extension. It defines the module, maps the core's errors to
+//! Python exceptions (`errors.rs`, the one place), exposes the functions over report JSON
+//! (strings in, strings out: `functions.rs`) and the file reads and writes (`files.rs`), and
+//! registers the compiled analysis path of the `torchscan-crawl` crate.
 
-mod assemble;
-mod calls;
-mod dispatch;
 mod errors;
-mod fields;
 mod files;
 mod functions;
-mod storage;
-mod template;
 
 use pyo3::prelude::*;
 
@@ -27,11 +23,7 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     errors::register(module)?;
     functions::register(module)?;
-    assemble::register(module)?;
-    calls::register(module)?;
-    dispatch::register(module)?;
-    fields::register(module)?;
     files::register(module)?;
-    storage::register(module)?;
+    torchscan_crawl::register(module)?;
     Ok(())
 }

@@ -17,8 +17,8 @@ use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
 use torchscan_core::schema::common::exact_integer;
 
-use crate::calls::{CallRecorder, TensorSpec, shape_elements};
-use crate::fields::{FieldTracker, unavailable};
+use crate::call_recorder::{CallRecorder, TensorSpec, shape_elements};
+use crate::receptive_fields::{FieldTracker, unavailable};
 use crate::storage::OwnStorage;
 use crate::template::Template;
 

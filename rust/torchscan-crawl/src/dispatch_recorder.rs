@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyTuple};
 use pyo3::{IntoPyObjectExt, intern};
 
-use crate::calls::CallRecorder;
+use crate::call_recorder::CallRecorder;
 
 /// Calls of one entry logged here: the entry, its calls and its uncounted calls.
 struct Tally {

@@ -14,7 +14,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple, PyType};
 
-use crate::calls::TensorSpec;
+use crate::call_recorder::TensorSpec;
 use crate::template::Template;
 
 /// Why a call has no field when its input depends on the model input through a step that no
