@@ -101,3 +101,20 @@ def test_compile_first_used_inside_a_pass_runs_eagerly_and_is_counted() -> None:
         assert graphs == []
         """
     )
+
+
+def test_torch_cond_first_used_inside_a_pass() -> None:
+    """``torch.cond`` loads Dynamo and traces through the pass's handler: it must see PyTorch's
+    own wrapper there, as it would for any dispatch mode."""
+    _run(
+        """
+        a = torch.randn(8, 8)
+        report = torchscan.measure_flops(
+            lambda: torch.cond(a.sum() > 0, lambda v: v @ v, lambda v: v + 1, (a,))
+        )
+        assert dynamo_loaded()
+        assert report["total"]["status"] == "partial"
+        uncounted = [op["operator"] for op in report["operator_flops"]["uncounted"]]
+        assert uncounted == ["higher_order::cond"]
+        """
+    )

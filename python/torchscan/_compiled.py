@@ -119,33 +119,42 @@ def explain_fullgraph_error(error: BaseException | None) -> None:
 def without_dynamo(handler: Callable[..., Any]) -> Callable[..., Any]:
     """``handler`` as a ``__torch_dispatch__`` that Dynamo never traces, without loading Dynamo.
 
-    While Dynamo is not imported no compiled code can run (``torch.compile`` imports it), so the
-    handler runs as it is; from the first operator after something imported Dynamo (before the
-    pass or during it), it runs under ``torch._dynamo.disable(handler, recursive=True)``, as
-    PyTorch wraps ``__torch_dispatch__`` of the dispatch modes that do not opt out
-    (``_should_skip_dynamo``). The modes using it opt out.
+    PyTorch wraps the ``__torch_dispatch__`` of dispatch modes in ``torch._disable_dynamo``,
+    whose wrapper imports Dynamo on its first call to build the disabled function it keeps in
+    the handler's ``__dynamo_disable`` attribute. The same wrapper is used here, around an
+    object that answers that attribute itself: the handler as it is while Dynamo is not loaded
+    (no compiled code can run then: ``torch.compile`` loads it), the disabled handler from the
+    first call after something loaded it (before a pass or during one). Dynamo sees PyTorch's
+    own wrapper, as for any dispatch mode. The modes using it opt out of PyTorch's wrapping
+    (``_should_skip_dynamo``), which would wrap it again.
     """
-    modules = sys.modules
-    disabled: list[Callable[..., Any]] = []
+    import torch
 
-    @functools.wraps(handler)
-    def dispatch(
-        self: Any,
-        func: Any,
-        types: Any,
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        if _DYNAMO not in modules:
-            return handler(self, func, types, args, kwargs)
-        if not disabled:
-            disable = getattr(modules[_DYNAMO], "disable", None)
-            if disable is None:  # Dynamo is being imported on another thread: none runs yet
-                return handler(self, func, types, args, kwargs)
+    return torch._disable_dynamo(_LazilyDisabled(handler), recursive=True)
+
+
+class _LazilyDisabled:
+    """A handler whose ``__dynamo_disable`` is itself until Dynamo is loaded (see above)."""
+
+    def __init__(self, handler: Callable[..., Any]) -> None:
+        functools.update_wrapper(self, handler)
+        self._handler = handler
+        self._disabled: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._handler(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only attributes not found otherwise come here: ``__dynamo_disable`` is never set.
+        if name != "__dynamo_disable":
+            raise AttributeError(name)
+        dynamo = sys.modules.get(_DYNAMO)
+        disable = getattr(dynamo, "disable", None)
+        if disable is None:  # not loaded, or being imported on another thread: none runs yet
+            return self._handler
+        if self._disabled is None:
             try:
-                disabled.append(disable(handler, recursive=True, wrapping=False))
+                self._disabled = disable(self._handler, recursive=True, wrapping=False)
             except TypeError:  # a PyTorch whose disable has no ``wrapping``
-                disabled.append(disable(handler, recursive=True))
-        return disabled[0](self, func, types, args, kwargs)
-
-    return dispatch
+                self._disabled = disable(self._handler, recursive=True)
+        return self._disabled

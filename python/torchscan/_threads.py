@@ -28,10 +28,13 @@ meanwhile took the session over (the pass then finds no event of its own thread)
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +59,8 @@ _SILENT_LEVEL = "6"
 _FUNCTION_SCOPE = 0
 _EXAMPLES = 3
 _MARKER = "torchscan::thread_watch"
+# How far the profiler's event times may be from ``time.time_ns`` (another clock, converted).
+_CLOCK_SLACK_NS = 1_000_000
 
 
 class _Quiet(threading.local):
@@ -139,7 +144,17 @@ class OtherThreads:
 
 
 class _Participant:
-    __slots__ = ("active", "counts", "own_events", "reason", "seen", "start_ns", "threads", "tid")
+    __slots__ = (
+        "active",
+        "counts",
+        "end_ns",
+        "own_events",
+        "reason",
+        "seen",
+        "start_ns",
+        "threads",
+        "tid",
+    )
 
     def __init__(self, tid: int, seen: set[int], active: bool) -> None:
         self.tid = tid
@@ -148,6 +163,7 @@ class _Participant:
         # own (the analysis of ``crawl_module``), so its operators are foreign to nobody.
         self.active = active
         self.start_ns = time.time_ns()
+        self.end_ns: int | None = None
         self.counts: Counter[str] = Counter()
         self.threads: set[int] = set()
         self.own_events = 0
@@ -160,9 +176,9 @@ class _Session:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.participants: list[_Participant] = []
-        # Threads that ran a pass of their own at some time during the running segment, with
-        # the threads their dispatch modes reached.
-        self.segment_own: set[int] = set()
+        # Passes that ended while the session ran: their threads (and the threads their
+        # dispatch modes reached) were their own while they ran, and only then.
+        self.ended: list[_Participant] = []
         self.running = False
 
     # -- the profiler ----------------------------------------------------------------------
@@ -175,6 +191,8 @@ class _Session:
             api: Any = torch.autograd  # the profiler's entry points, as torch.profiler uses them
             if str(torch._C._autograd._profiler_type()) != "ActiveProfilerType.NONE":
                 return "a PyTorch profiler is active on this thread"
+            if _USER.session or getattr(torch.autograd.profiler, "_is_profiler_enabled", False):
+                return "a PyTorch profiler is prepared or recording in this process"
             experimental = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
             config = api.ProfilerConfig(
                 api.ProfilerState.KINETO, False, False, False, False, False, experimental
@@ -205,65 +223,174 @@ class _Session:
     def _watching(self) -> list[_Participant]:
         return [each for each in self.participants if each.active and each.reason is None]
 
+    def _own(self, now: int) -> dict[int, list[tuple[int, int]]]:
+        """The threads of the passes of the running segment, each with the times it was own.
+
+        The profiler's times are converted from another clock than ``time.time_ns``: each
+        interval is widened by :data:`_CLOCK_SLACK_NS` on both sides.
+        """
+        own: dict[int, list[tuple[int, int]]] = {}
+        for each in (*self.participants, *self.ended):
+            end = now if each.end_ns is None else each.end_ns
+            interval = (each.start_ns - _CLOCK_SLACK_NS, end + _CLOCK_SLACK_NS)
+            for tid in {each.tid, *each.seen}:
+                own.setdefault(tid, []).append(interval)
+        return own
+
     def join(self, participant: _Participant) -> None:
         with self.lock:
             if participant.active and not self.running:
                 participant.reason = self._start()
                 if participant.reason is not None:
                     return
-                self.segment_own = {each.tid for each in self.participants}
+                self.ended = []
             self.participants.append(participant)
-            self.segment_own.add(participant.tid)
 
     def leave(self, participant: _Participant) -> None:
         with self.lock:
             if participant not in self.participants:
                 return
-            if not participant.active or not self.running:
-                self.segment_own.update(participant.seen)
-                self.participants.remove(participant)
+            participant.end_ns = time.time_ns()
+            self.participants.remove(participant)
+            if not participant.active or participant.reason is not None or not self.running:
+                if self.running:
+                    self.ended.append(participant)
                 return
             events = self._stop()
-            watching = self._watching()
-            own = set(self.segment_own)
-            for each in self.participants:
-                own.update(each.seen)
+            watching = [participant, *self._watching()]
+            now = time.time_ns()
+            self.participants.append(participant)  # its own interval, for the reading
+            own = self._own(now)
             self.participants.remove(participant)
             if isinstance(events, str):
                 for each in watching:
                     each.reason = each.reason or events
             else:
-                _distribute(events, watching, own, time.time_ns())
-            self.segment_own = {each.tid for each in self.participants}
+                _distribute(events, watching, own, now)
+            self.ended = []
             if self._watching():
                 reason = self._start()
                 if reason is not None:
                     for each in self._watching():
                         each.reason = reason
 
+    def yield_to_user(self) -> None:
+        """A profiler of the user's is starting: stop the session first, so theirs runs alone.
+
+        The passes still running stop watching (their note says why); the operators recorded
+        so far are not read, which keeps the user's start short.
+        """
+        with self.lock:
+            if not self.running:
+                return
+            self._stop()
+            self.ended = []
+            for each in self._watching():
+                each.reason = "another PyTorch profiler started while the pass ran"
+
 
 _SESSION = _Session()
 
 
+class _UserProfilers:
+    """The user's PyTorch profiler sessions, seen where ``torch.autograd.profiler`` starts them.
+
+    ``torch.profiler`` drives ``torch.autograd.profiler``, which prepares, starts and stops
+    sessions through three module functions; torchscan wraps them (see below).
+
+    PyTorch's profiler library runs one session at a time: starting the watch's session while
+    the user's is prepared (a ``torch.profiler.schedule`` in its warm-up) or recording cancels
+    theirs, and their trace export then crashes. So the watch does not start while theirs
+    exists, and when theirs starts during a pass the watch stops first (the pass says so).
+    """
+
+    installed = False
+    #: Whether a session of the user's is prepared or recording.
+    session = False
+
+
+_USER = _UserProfilers()
+_INSTALL_LOCK = threading.Lock()
+
+
+def _user_session_starts() -> None:
+    _USER.session = True
+    _SESSION.yield_to_user()
+    if _QUIET.depth:
+        _record_functions(True)  # the user's profiler records this thread's operators again
+
+
+def _user_session_ends() -> None:
+    _USER.session = False
+
+
+def _watch_user_profilers() -> None:
+    """Wrap the functions ``torch.autograd.profiler`` calls to prepare, start and stop a session.
+
+    The wrappers call PyTorch's own functions with the same arguments and return what they
+    return; they only note that the user's session exists. Installed once, when torch is
+    loaded (at ``import torchscan`` when torch came first, else at the first pass).
+    """
+    if _USER.installed:
+        return
+    module: Any = sys.modules.get("torch.autograd.profiler")
+    if module is None:
+        return
+    with _INSTALL_LOCK:
+        if _USER.installed:
+            return
+        for name, before, after in (
+            ("_prepare_profiler", _user_session_starts, None),
+            ("_enable_profiler", _user_session_starts, None),
+            ("_disable_profiler", None, _user_session_ends),
+        ):
+            original = getattr(module, name, None)
+            if original is not None:
+                setattr(module, name, _noting(original, before, after))
+        _USER.installed = True
+
+
+def _noting(
+    original: Callable[..., Any],
+    before: Callable[[], None] | None,
+    after: Callable[[], None] | None,
+) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if before is not None:
+            before()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            if after is not None:
+                after()
+
+    return call
+
+
 def _distribute(
-    events: list[Any], participants: list[_Participant], own: set[int], end_ns: int
+    events: list[Any],
+    participants: list[_Participant],
+    own: dict[int, list[tuple[int, int]]],
+    end_ns: int,
 ) -> None:
     """Count the events of foreign threads into each participant whose pass they overlapped.
 
-    ``own`` holds the threads that ran a pass of their own during the segment.
+    ``own`` holds the threads that ran a pass of their own during the segment, with the times
+    they did: an operator a thread runs after its own pass ended is foreign again.
     """
     by_thread: dict[int, list[tuple[int, int, str]]] = {}
     own_events: Counter[int] = Counter()
     for event in events:
         try:
-            # The thread first: most events are the passes' own, and need nothing else.
             tid = event.device_resource_id()
-            if tid in own:
+            start = event.start_ns()
+            intervals = own.get(tid)
+            if intervals is not None and any(a <= start <= b for a, b in intervals):
                 own_events[tid] += 1
                 continue
             if event.scope() != _FUNCTION_SCOPE:
                 continue
-            start = event.start_ns()
             end = start + event.duration_ns()
             name = str(event.name())
         except Exception:  # an event of a kind this reading does not know
@@ -328,6 +455,7 @@ class ThreadWatch:
 
     def __enter__(self) -> ThreadWatch:
         """Join (or start) the process-wide session."""
+        _watch_user_profilers()
         participant = _Participant(threading.get_native_id(), self._seen, self._active)
         _SESSION.join(participant)
         self._participant = participant
@@ -341,12 +469,11 @@ class ThreadWatch:
         if participant is None:
             return
         quiet, self._quiet = self._quiet, False
-        marked = False
-        if participant.reason is None:
-            marked = participant.active and _SESSION.running and _marker()
-            if quiet:
-                _quiet_exit()
-            _SESSION.leave(participant)
+        marked = participant.reason is None and participant.active and _SESSION.running
+        marked = marked and _marker()
+        if quiet:
+            _quiet_exit()
+        _SESSION.leave(participant)
         # The session recorded no event of this thread, not even the marker (or, where no marker
         # could be recorded, none of the pass's operators): another profiler took it over.
         ran = marked or (not quiet and participant.tid in participant.seen)
@@ -426,3 +553,6 @@ def watch_diagnostics(
         compiled_diagnostic(compiled, metric, what),
     ]
     return [diagnostic for diagnostic in diagnostics if diagnostic is not None]
+
+
+_watch_user_profilers()  # torch imported before torchscan: watched from the start

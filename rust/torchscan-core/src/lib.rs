@@ -14,6 +14,7 @@ pub mod files;
 pub mod fuzz_targets;
 pub mod problem;
 pub mod read;
+pub mod receptive_field;
 pub mod render;
 pub mod schema;
 pub mod stats;

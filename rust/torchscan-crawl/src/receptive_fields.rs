@@ -14,6 +14,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple, PyType};
 
+use torchscan_core::receptive_field::{Field, Step};
+
 use crate::call_recorder::TensorSpec;
 use crate::template::Template;
 
@@ -32,14 +34,6 @@ const OP_FIRST_COUNT: usize = 6;
 const OP_SHAPED_OUT: usize = 7;
 const OP_OUT_IDS: usize = 8;
 const OP_INPUT_IDS: usize = 9;
-
-/// Receptive field size, effective stride and leading padding, one entry per spatial dimension.
-#[derive(PartialEq)]
-struct Field {
-    size: Vec<f64>,
-    stride: Vec<f64>,
-    padding: Vec<f64>,
-}
 
 /// What a tensor carries: a field, or the mark of a tensor that depends on the model input
 /// through a step no field describes (attention, a linear layer, an upsampling...).
@@ -106,14 +100,8 @@ impl FieldTracker {
     pub(crate) fn seed(&mut self, ident: usize, ndim: usize) {
         if ndim >= 3 {
             let spatial = ndim - 2;
-            self.states.insert(
-                ident,
-                State::Field(Arc::new(Field {
-                    size: vec![1.0; spatial],
-                    stride: vec![1.0; spatial],
-                    padding: vec![0.0; spatial],
-                })),
-            );
+            self.states
+                .insert(ident, State::Field(Arc::new(Field::position(spatial))));
         }
     }
 
@@ -245,39 +233,19 @@ impl FieldTracker {
         }
         // One input depends on the model input in a way no field describes, or the inputs'
         // grids differ: neither does the result.
-        if !mixed && fields.len() > 1 {
-            let first = &fields[0];
-            mixed = fields[1..]
-                .iter()
-                .any(|field| field.size.len() != first.size.len() || field.stride != first.stride);
-        }
-        if mixed {
+        let merged = match fields.as_slice() {
+            _ if mixed => None,
+            [one] => Some(one.clone()),
+            _ => Field::union(fields.iter().map(|field| field.as_ref())).map(Arc::new),
+        };
+        let Some(merged) = merged else {
             for &(ident, _) in outputs {
                 self.states.insert(ident, State::Mixed);
             }
             return;
-        }
-        let state = if fields.len() == 1 {
-            State::Field(fields[0].clone())
-        } else {
-            let dims = fields[0].size.len();
-            let widest = |pick: fn(&Field) -> &Vec<f64>| -> Vec<f64> {
-                (0..dims)
-                    .map(|dim| {
-                        fields
-                            .iter()
-                            .map(|field| pick(field)[dim])
-                            .fold(f64::NEG_INFINITY, f64::max)
-                    })
-                    .collect()
-            };
-            State::Field(Arc::new(Field {
-                size: widest(|field| &field.size),
-                stride: fields[0].stride.clone(),
-                padding: widest(|field| &field.padding),
-            }))
         };
-        let dims = fields[0].size.len();
+        let dims = merged.dims();
+        let state = State::Field(merged);
         for &(ident, ndim) in outputs {
             if ndim.checked_sub(2) == Some(dims) {
                 self.states.insert(ident, state.clone());
@@ -386,7 +354,7 @@ impl FieldTracker {
         if kind.transposed {
             return self.mix(py, &outputs, intern!(py, TRANSPOSED));
         }
-        let dims = field.size.len();
+        let dims = field.dims();
         if kind.batched_passthrough {
             // `passthrough_batched`: no step without a tensor first argument, else one step of
             // kernel 1 per spatial dimension of that argument.
@@ -429,42 +397,29 @@ impl FieldTracker {
             );
             return self.mix(py, &outputs, &PyString::new(py, &reason));
         }
-        let stride = read(intern!(py, "stride"))?;
-        let padding = read(intern!(py, "padding"))?;
-        let dilation = read(intern!(py, "dilation"))?;
-        if stride.len() != dims || padding.len() != dims || dilation.len() != dims {
-            return Err(PyValueError::new_err(format!(
-                "the field step of {} gives {} kernel sizes but {} strides, {} paddings and {} \
-                 dilations",
-                kind.name,
-                dims,
-                stride.len(),
-                padding.len(),
-                dilation.len()
-            )));
-        }
-        let passthrough = kernel.iter().all(|&k| k == 1.0)
-            && stride.iter().all(|&s| s == 1.0)
-            && padding.iter().all(|&q| q == 0.0)
-            && dilation.iter().all(|&d| d == 1.0);
-        let new_field = if passthrough {
+        let window = Step {
+            kernel,
+            stride: read(intern!(py, "stride"))?,
+            padding: read(intern!(py, "padding"))?,
+            dilation: read(intern!(py, "dilation"))?,
+        };
+        let new_field = if window.is_identity() {
             field // activations, normalisation: positions unchanged
         } else {
-            let mut grown = Vec::with_capacity(dims);
-            let mut strides = Vec::with_capacity(dims);
-            let mut paddings = Vec::with_capacity(dims);
-            for dim in 0..dims {
-                let (r, j, p) = (field.size[dim], field.stride[dim], field.padding[dim]);
-                let (k, s, q, d) = (kernel[dim], stride[dim], padding[dim], dilation[dim]);
-                grown.push(r + (k - 1.0) * d * j);
-                strides.push(j * s);
-                paddings.push(p + q * j);
+            match field.through(&window) {
+                Some(next) => Arc::new(next),
+                None => {
+                    return Err(PyValueError::new_err(format!(
+                        "the field step of {} gives {} kernel sizes but {} strides, {} paddings \
+                         and {} dilations",
+                        kind.name,
+                        dims,
+                        window.stride.len(),
+                        window.padding.len(),
+                        window.dilation.len()
+                    )));
+                }
             }
-            Arc::new(Field {
-                size: grown,
-                stride: strides,
-                padding: paddings,
-            })
         };
         self.carry(py, &outputs, new_field)
     }
@@ -476,7 +431,7 @@ impl FieldTracker {
         outputs: &[(usize, usize)],
         field: Arc<Field>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let dims = field.size.len();
+        let dims = field.dims();
         for &(ident, ndim) in outputs {
             if ndim.checked_sub(2) == Some(dims) {
                 self.states.insert(ident, State::Field(field.clone()));
