@@ -128,9 +128,9 @@ def without_dynamo(handler: Callable[..., Any]) -> Callable[..., Any]:
     own wrapper, as for any dispatch mode. The modes using it opt out of PyTorch's wrapping
     (``_should_skip_dynamo``), which would wrap it again.
     """
-    import torch
+    from torch._compile import _disable_dynamo
 
-    return torch._disable_dynamo(_LazilyDisabled(handler), recursive=True)
+    return _disable_dynamo(_LazilyDisabled(handler), recursive=True)
 
 
 class _LazilyDisabled:
