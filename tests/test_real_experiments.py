@@ -24,6 +24,7 @@ from torchscan import (
     OperatorFlopCounter,
     ReportValidationError,
     compare_benchmarks,
+    compare_workloads,
     measure_flops,
     measure_peak_memory,
     measure_workload,
@@ -422,6 +423,50 @@ def test_a_change_of_autocast_is_named(model: nn.Module, x: torch.Tensor) -> Non
     (changed,) = [d for d in comparison["diagnostics"] if d["code"] == "precision_changed"]
     assert "precision changed: float32 -> bfloat16, float32" in changed["message"]
     assert "autocast changed: off -> cpu bfloat16" in changed["message"]
+
+
+def test_a_change_of_secondary_dtypes_only_is_said_as_such(
+    model: nn.Module, x: torch.Tensor
+) -> None:
+    baseline = _benchmark(lambda: model(x), inputs=x)
+    scale = torch.tensor(0.5, dtype=torch.float64)
+    candidate = _benchmark(lambda: (model(x), scale * 2), inputs=x)
+    assert candidate["context"]["dtypes"] == ["torch.float32", "torch.float64"]
+    comparison = compare_benchmarks(baseline, candidate)
+    (changed,) = [d for d in comparison["diagnostics"] if d["code"] == "precision_changed"]
+    assert changed["message"] == (
+        "dtypes changed: float32 -> float32, float64; the main precision stays float32"
+    )
+
+
+def test_latency_alone_records_the_precision_of_the_output(
+    model: nn.Module, x: torch.Tensor
+) -> None:
+    low = copy.deepcopy(model).bfloat16()
+    xb = x.bfloat16()
+    settings: dict[str, Any] = dict(
+        metrics=["latency"], min_time_s=0.05, max_time_s=0.5, print_summary=False
+    )
+    baseline = measure_workload(lambda: model(x), **settings)
+    candidate = measure_workload(lambda: low(xb), **settings)
+    assert baseline["context"]["dtypes"] == ["torch.float32"]
+    assert candidate["context"]["dtypes"] == ["torch.bfloat16"]
+    codes = _codes(compare_benchmarks(baseline, candidate))
+    assert "precision_changed" in codes
+    experiment = compare_workloads(
+        lambda: model(x),
+        lambda: low(xb),
+        rtol=1.6e-2,
+        atol=1e-1,
+        check_dtype=False,
+        metrics=["latency"],
+        min_time_s=0.05,
+        max_time_s=0.5,
+        print_summary=False,
+    )
+    assert experiment.baseline["context"]["dtypes"] == ["torch.float32"]
+    assert experiment.candidate["context"]["dtypes"] == ["torch.bfloat16"]
+    assert "precision_changed" in _codes(experiment.comparison)
 
 
 # -- 3. compiled code is found wherever it runs ------------------------------------------------

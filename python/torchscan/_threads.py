@@ -13,17 +13,20 @@ foreign thread may have run them.
 The watching passes' own threads are not recorded: while a pass runs, PyTorch's
 ``RecordFunction`` is switched off on its thread (and the threads that inherit its state, which
 its dispatch mode reaches too), so the session costs little more than the operators of the other
-threads. Each watching pass records one marker event on
-its thread as it ends, which tells that the session was still its own.
+threads. Each watching pass records one marker event on its thread as it ends, which tells that
+the session was still its own.
 
 One session serves every pass running at the same time on any thread: the first pass starts it,
 each pass that ends reads it (which stops it) and starts it again for the passes still running.
-Threads that run a pass of their own are not foreign to the others: their operators are
-counted by their own pass.
+Threads that run a pass of their own are not foreign to the others while that pass runs: their
+operators are counted by their own pass.
 
-The session is not started, and the pass says it could not watch, when a PyTorch profiler is
-already active on the thread, when the profiler cannot start, or when another profiler started
-meanwhile took the session over (the pass then finds no event of its own thread).
+PyTorch runs one profiler session at a time. The session is not started, and the pass says it
+could not watch, when a profiler is active on the thread, when a session of the user's is
+prepared or recording anywhere (see :class:`_UserProfilers`), or when the profiler cannot start.
+A session of the user's that starts during a pass stops the watch first; one started through
+PyTorch's private entry points takes the session over, and the pass then finds no event of its
+own thread, not even its marker.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from .errors import InvalidArgumentError
 from .reports import BenchmarkComparison, BenchmarkReport, OutputCheck, Verdict
 from .timing import (
     TimingRun,
+    floating_dtypes,
     run_interleaved_timing,
     synchronizer,
     timed_call,
@@ -205,10 +206,14 @@ def compare_workloads(
         equal_nan=equal_nan,
         check_dtype=check_dtype,
     )
+    # The precision each result came in (the context's dtypes without an operator FLOPs pass).
+    output_dtypes = [floating_dtypes(baseline_output), floating_dtypes(candidate_output)]
     del baseline_output, candidate_output
 
     sides = (baseline, candidate)
     passes = [_Passes([]) for _ in sides]
+    for side_passes, dtypes in zip(passes, output_dtypes, strict=True):
+        side_passes.output_dtypes = dtypes
     if "latency" in selected:
         runs = run_interleaved_timing(
             sides,

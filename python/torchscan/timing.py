@@ -57,6 +57,8 @@ class TimingRun:
     stopped_by_max_time: bool = False
     noise: NoiseRecord | None = None
     """What competed with the timed phase: readings at its start and end (see ``noise``)."""
+    output_dtypes: list[Any] = field(default_factory=list)
+    """The floating dtypes of the first call's output tensors (set by :func:`run_timing`)."""
 
 
 def synchronizer(device: Any) -> Callable[[], None]:
@@ -198,8 +200,10 @@ def run_timing(
     """
     sync = synchronizer(device)
     overhead_s = timer_overhead_s()
-    first_call_s, _ = timed_call(workload, sync)
-    return run_interleaved_timing(
+    first_call_s, output = timed_call(workload, sync)
+    dtypes = floating_dtypes(output)
+    del output  # not kept alive while the blocks run
+    run = run_interleaved_timing(
         [workload],
         device,
         budget,
@@ -207,6 +211,15 @@ def run_timing(
         overhead_s=overhead_s,
         noise_sources=noise_sources,
     )[0]
+    run.output_dtypes = dtypes
+    return run
+
+
+def floating_dtypes(value: Any) -> list[Any]:
+    """The floating dtypes of the tensors in ``value`` (nested containers, objects), each once."""
+    from ._values import iter_tensors
+
+    return list(dict.fromkeys(t.dtype for t in iter_tensors(value) if t.is_floating_point()))
 
 
 def run_interleaved_timing(

@@ -346,6 +346,8 @@ class _Passes:
         # The dtypes counted operators computed in, largest FLOP share first; all others seen.
         self.flop_dtypes: list[Any] = []
         self.dtypes: list[Any] = []
+        # The floating dtypes of the first call's output (the precision the result came in).
+        self.output_dtypes: list[Any] = []
 
 
 def _add_timing(passes: _Passes, run: TimingRun | None, work_units: float, work_unit: str) -> None:
@@ -354,6 +356,7 @@ def _add_timing(passes: _Passes, run: TimingRun | None, work_units: float, work_
         passes.values.update(_unavailable_timing(work_unit))
         return
     timed, found = _timing_metrics(run, work_units, work_unit)
+    passes.output_dtypes = passes.output_dtypes or list(run.output_dtypes)
     passes.values.update(timed)
     passes.diagnostics.extend(found)
     passes.timing = _timing_evidence(run)
@@ -476,15 +479,20 @@ def _input_dtypes(inputs: Any) -> list[Any]:
 
 
 def _ranked_dtypes(passes: _Passes, inputs: Any) -> list[str]:
-    """The dtypes of a benchmark's context: computed in first, then the others by name.
+    """The dtypes of a benchmark's context: the main precision first, then the others by name.
 
-    The dtypes counted operators computed in come first, largest FLOP share first; the other
-    dtypes the passes saw and those of ``inputs=`` follow, by name.
+    The dtypes counted operators computed in come first, largest FLOP share first. Without an
+    operator FLOPs pass (latency alone), the floating dtypes of the first call's output come
+    first, by name: the precision the result came in. The other dtypes the passes saw and those
+    of ``inputs=`` follow, by name.
     """
     from ._values import dtype_name
 
     first = [dtype_name(dtype) for dtype in passes.flop_dtypes]
+    if not first:
+        first = sorted({dtype_name(dtype) for dtype in passes.output_dtypes})
     others = {dtype_name(dtype) for dtype in passes.dtypes}
+    others.update(dtype_name(dtype) for dtype in passes.output_dtypes)
     others.update(dtype_name(dtype) for dtype in _input_dtypes(inputs))
     return first + sorted(others - set(first))
 

@@ -326,20 +326,35 @@ fn recorded_dtypes(dtypes: &[String]) -> String {
 /// FLOP share first). Never a refusal: the precision is often the change under test.
 fn precision_change(baseline: &Context, candidate: &Context) -> Option<String> {
     let mut parts = Vec::new();
+    // The main precision is the first dtype of a context (the largest FLOP share, or the
+    // output's without an operator FLOPs pass): a change of it changes what the deltas mean;
+    // a change of the others only (one float64 scalar beside float32 work) is said as such.
+    let mut main_changed = false;
     if !baseline.dtypes.is_empty()
         && !candidate.dtypes.is_empty()
         && baseline.dtypes != candidate.dtypes
     {
-        parts.push(format!(
-            "precision changed: {} -> {} (dtypes computed in, largest FLOP share first)",
+        let (before, after) = (
             crate::schema::common::dtypes_text(&baseline.dtypes, ", "),
-            crate::schema::common::dtypes_text(&candidate.dtypes, ", ")
-        ));
+            crate::schema::common::dtypes_text(&candidate.dtypes, ", "),
+        );
+        main_changed = baseline.dtypes.first() != candidate.dtypes.first();
+        if main_changed {
+            parts.push(format!(
+                "precision changed: {before} -> {after} (context dtypes, main precision first)"
+            ));
+        } else {
+            parts.push(format!(
+                "dtypes changed: {before} -> {after}; the main precision stays {}",
+                crate::schema::common::dtypes_text(&baseline.dtypes[..1], ", ")
+            ));
+        }
     }
     if baseline.flags.autocast.is_some()
         && candidate.flags.autocast.is_some()
         && baseline.flags.autocast != candidate.flags.autocast
     {
+        main_changed = true;
         parts.push(format!(
             "autocast changed: {} -> {}",
             baseline.flags.autocast_text().unwrap_or_default(),
@@ -348,6 +363,9 @@ fn precision_change(baseline: &Context, candidate: &Context) -> Option<String> {
     }
     if parts.is_empty() {
         return None;
+    }
+    if !main_changed {
+        return Some(parts.join("; "));
     }
     Some(format!(
         "{}; the deltas include this change of precision (compare outputs with check_outputs \
