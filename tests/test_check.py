@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import warnings
 from collections import namedtuple
 from dataclasses import dataclass
 from pathlib import Path
@@ -360,3 +361,203 @@ def test_the_compare_command_takes_no_check_dtype(tmp_path: Path) -> None:
     report = json.loads(check.read_text(encoding="utf-8"))
     assert report["check_dtype"] is False and report["passed"]
     assert report["leaves"][0]["candidate"]["dtype"] == "torch.bfloat16"
+
+
+# -- integer leaves: compared exactly, never through float64 --------------------------------------
+
+TIMESTAMP = 1_733_450_000_123_456_789  # nanoseconds: far above 2**53
+
+
+@pytest.mark.parametrize(
+    ("baseline", "candidate"),
+    [
+        (torch.tensor([TIMESTAMP]), torch.tensor([TIMESTAMP + 1])),
+        (torch.tensor([2**53]), torch.tensor([2**53 + 1])),
+        (2**53, 2**53 + 1),
+        (
+            torch.tensor([2**63], dtype=torch.uint64),
+            torch.tensor([2**63 + 1], dtype=torch.uint64),
+        ),
+    ],
+    ids=["int64-timestamps-1ns-apart", "int64-2**53", "python-ints-2**53", "uint64-2**63"],
+)
+def test_integers_one_apart_fail_an_exact_check(
+    baseline: int | torch.Tensor, candidate: int | torch.Tensor
+) -> None:
+    report = check_outputs(baseline, candidate, rtol=0, atol=0)
+    (leaf,) = report["leaves"]
+    assert not report["passed"]
+    assert (leaf["elements"], leaf["mismatched_elements"]) == (1, 1)
+    assert leaf["max_abs_error"] == 1 and type(leaf["max_abs_error"]) is int
+    first = baseline if isinstance(baseline, int) else int(baseline.tolist()[0])
+    assert leaf["max_rel_error"] == 1 / first
+    message = report["diagnostics"][0]["message"]
+    assert "1 of 1 elements outside" in message and "max abs error 1," in message
+    assert torchscan.validate_report(report) == "output_check"
+    assert check_outputs(baseline, baseline, rtol=0, atol=0)["passed"]
+    assert check_outputs(baseline, candidate, rtol=0, atol=1)["passed"]
+
+
+def test_integer_errors_are_exact_beyond_int64() -> None:
+    # Differences that overflow int64, and uint64 against int64 (same bits, different values).
+    low, high = torch.tensor([-(2**63), 7]), torch.tensor([2**63 - 1, 7])
+    leaf = check_outputs(low, high, rtol=0, atol=0)["leaves"][0]
+    assert (leaf["mismatched_elements"], leaf["max_abs_error"]) == (1, 2**64 - 1)
+    assert leaf["max_rel_error"] == (2**64 - 1) / 2**63
+    unsigned = torch.tensor([2**64 - 1, 5], dtype=torch.uint64)
+    report = check_outputs(torch.tensor([-1, 5]), unsigned, rtol=0, atol=0, check_dtype=False)
+    leaf = report["leaves"][0]
+    assert (leaf["mismatched_elements"], leaf["max_abs_error"]) == (1, 2**64)
+    assert torchscan.validate_report(report) == "output_check"
+    # Python ints beyond 64 bits are compared as ints.
+    report = check_outputs(2**70, 2**70 + 3, rtol=0, atol=2)
+    leaf = report["leaves"][0]
+    assert (leaf["mismatched_elements"], leaf["max_abs_error"]) == (1, 3)
+    assert leaf["baseline"]["dtype"] == leaf["candidate"]["dtype"] == "int"
+    assert check_outputs(2**70, 2**70 + 3, rtol=0, atol=3)["passed"]
+    assert torchscan.validate_report(report) == "output_check"
+
+
+def test_integer_tolerances_are_applied_exactly() -> None:
+    # rtol 0.5 of 2**61 + 1 is 2**60 + 0.5: 2**60 passes, 2**60 + 1 fails (float64 rounds both
+    # the difference and the baseline to powers of two, and would pass both).
+    base = 2**61 + 1
+    baseline = torch.tensor([base, base])
+    candidate = torch.tensor([base + 2**60, base + 2**60 + 1])
+    leaf = check_outputs(baseline, candidate, rtol=0.5, atol=0)["leaves"][0]
+    assert leaf["mismatched_elements"] == 1
+    assert leaf["max_abs_error"] == 2**60 + 1
+    assert leaf["max_rel_error"] == (2**60 + 1) / base
+    # The same beyond int64's differences: uint64 values above 2**63.
+    big = 2**63 + 1
+    unsigned = torch.tensor([big, big], dtype=torch.uint64)
+    shifted = torch.tensor([big + 2**62, big + 2**62 + 1], dtype=torch.uint64)
+    leaf = check_outputs(unsigned, shifted, rtol=0.5, atol=0)["leaves"][0]
+    # 0.5 * (2**63 + 1) = 2**62 + 0.5.
+    assert (leaf["mismatched_elements"], leaf["max_abs_error"]) == (1, 2**62 + 1)
+    # A relative error that float64 division of the rounded operands gets wrong in its last bit.
+    difference, scale = 154521630826478532, 280909214649168956
+    assert float(difference) / float(scale) != difference / scale
+    leaf = check_outputs(torch.tensor([scale]), torch.tensor([scale + difference]), rtol=1, atol=0)[
+        "leaves"
+    ][0]
+    assert leaf["max_rel_error"] == difference / scale
+    assert leaf["mismatched_elements"] == 0
+    # Booleans are integers too; integer against floating point keeps float64 (documented).
+    leaf = check_outputs(torch.tensor([True, False]), torch.tensor([True, True]), rtol=0, atol=0)[
+        "leaves"
+    ][0]
+    assert (leaf["mismatched_elements"], leaf["max_abs_error"]) == (1, 1)
+    across = torch.tensor([2**53 + 1]), torch.tensor([2.0**53], dtype=torch.float64)
+    assert check_outputs(*across, rtol=0, atol=0, check_dtype=False)["passed"]
+
+
+# -- sparse and nested tensors ---------------------------------------------------------------------
+
+
+def sparse(dense: torch.Tensor, layout: str) -> torch.Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "sparse CSR tensor support is in beta state"
+        if layout == "mkldnn":
+            return dense.to_mkldnn()
+        if layout in ("bsr", "bsc"):
+            return getattr(dense, f"to_sparse_{layout}")((2, 2))
+        return dense.to_sparse() if layout == "coo" else getattr(dense, f"to_sparse_{layout}")()
+
+
+@pytest.mark.parametrize("layout", ["coo", "csr", "csc", "bsr", "bsc", "mkldnn"])
+def test_sparse_tensors_are_compared_through_their_dense_values(layout: str) -> None:
+    if layout == "mkldnn" and not torch.backends.mkldnn.is_available():
+        pytest.skip("this PyTorch has no oneDNN")
+    eye = torch.eye(4)
+    report = check_outputs(sparse(eye, layout), sparse(eye.clone(), layout), rtol=0, atol=0)
+    assert report["passed"], report["diagnostics"]
+    assert report["leaves"][0]["elements"] == 16
+    changed = eye.clone()
+    changed[0, 1] = 0.5
+    report = check_outputs(sparse(eye, layout), sparse(changed, layout), rtol=0, atol=0)
+    leaf = report["leaves"][0]
+    assert (leaf["mismatched_elements"], leaf["max_abs_error"]) == (1, 0.5)
+    assert torchscan.validate_report(report) == "output_check"
+
+
+def test_a_layout_difference_fails_and_names_both_layouts() -> None:
+    eye = torch.eye(3)
+    report = check_outputs({"a": eye.to_sparse()}, {"a": eye}, rtol=0, atol=0)
+    assert not report["passed"]
+    leaf = report["leaves"][0]
+    assert not leaf["passed"] and leaf["elements"] == 0
+    (diagnostic,) = report["diagnostics"]
+    assert diagnostic["code"] == "output_metadata_mismatch"
+    assert diagnostic["message"] == (
+        "output leaf a differs: layout torch.sparse_coo vs torch.strided. Convert both sides to "
+        "one layout (for example .to_dense()) to compare their values"
+    )
+    assert torchscan.validate_report(report) == "output_check"
+
+
+def test_a_leaf_that_cannot_be_compared_fails_with_the_way_out() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # quantized tensors are deprecated
+        quantized = torch.quantize_per_tensor(torch.tensor([0.1, 0.2]), 0.1, 0, torch.qint8)
+    report = check_outputs(quantized, quantized, rtol=0, atol=0)
+    assert not report["passed"] and not report["leaves"][0]["passed"]
+    (diagnostic,) = report["diagnostics"]
+    message = diagnostic["message"]
+    assert message.startswith("output leaf (output) fails: values of layout torch.strided and ")
+    assert "dtype torch.qint8 cannot be compared" in message and ".dequantize()" in message
+    assert torchscan.validate_report(report) == "output_check"
+
+
+def jagged(*parts: torch.Tensor) -> torch.Tensor:
+    return torch.nested.nested_tensor(list(parts), layout=torch.jagged)
+
+
+def test_nested_tensors_are_compared_component_by_component() -> None:
+    first, second = torch.arange(2.0), torch.arange(3.0)
+    report = check_outputs(
+        {"out": jagged(first, second)}, {"out": jagged(first, second)}, rtol=0, atol=0
+    )
+    assert report["passed"], report["diagnostics"]
+    assert [(leaf["path"], leaf["elements"]) for leaf in report["leaves"]] == [
+        ("out.unbind()[0]", 2),
+        ("out.unbind()[1]", 3),
+    ]
+    assert report["leaves"][1]["baseline"]["shape"] == [3]
+    assert torchscan.validate_report(report) == "output_check"
+    same = jagged(first, second)
+    assert check_outputs(same, same, rtol=0, atol=0)["passed"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # nested tensors of torch.strided are a prototype
+        strided = [torch.nested.nested_tensor([first, second]) for _ in range(2)]
+    assert check_outputs(strided[0], strided[1], rtol=0, atol=0)["passed"]
+    # One value, one component's shape, then the number of components.
+    report = check_outputs(same, jagged(first, second + 1), rtol=0, atol=0)
+    failing = [(leaf["path"], leaf["mismatched_elements"]) for leaf in report["leaves"]]
+    assert failing == [(".unbind()[0]", 0), (".unbind()[1]", 3)]
+    report = check_outputs(same, jagged(first, torch.arange(4.0)), rtol=0, atol=0)
+    assert report["diagnostics"][0]["message"].startswith(
+        "output leaf .unbind()[1] differs: shape [3] vs [4]"
+    )
+    report = check_outputs(same, jagged(first, second, first), rtol=0, atol=0)
+    assert report["structure_differences"] == [
+        {
+            "path": "",
+            "baseline": "nested tensor (torch.jagged) of 2 components",
+            "candidate": "nested tensor (torch.jagged) of 3 components",
+        }
+    ]
+    # Another layout, or a plain tensor, is a structure difference that names both.
+    report = check_outputs(same, strided[0], rtol=0, atol=0)
+    assert report["structure_differences"][0]["candidate"] == (
+        "nested tensor (torch.strided) of 2 components"
+    )
+    report = check_outputs([same], [torch.zeros(2, 3)], rtol=0, atol=0)
+    assert report["structure_differences"] == [
+        {
+            "path": "[0]",
+            "baseline": "nested tensor (torch.jagged) of 2 components",
+            "candidate": "tensor of shape [2, 3]",
+        }
+    ]
+    assert torchscan.validate_report(report) == "output_check"

@@ -142,7 +142,8 @@ def test_the_profiler_pass_stays_within_max_time_s() -> None:
     assert diagnostic["severity"] == "warning"
     assert diagnostic["metric"] == "profiler"
     assert diagnostic["message"].startswith(
-        f"{ran} of 100 profiler calls fit in max_time_s=0.5 s (the calls took "
+        f"{ran} of 100 profiler calls fit in max_time_s=0.5 s, starting, stopping and reading "
+        "the profiler included (the calls took "
     )
     assert "--profiler-calls" in diagnostic["message"]
     assert torchscan.validate_report(report) == "benchmark"
@@ -192,7 +193,8 @@ def test_each_side_of_an_experiment_profiles_within_half_of_max_time_s() -> None
         assert calls[0] == ran + 1  # the checked first call, then the profiled calls
         (diagnostic,) = profiler_diagnostics(report)
         assert diagnostic["message"].startswith(
-            f"{ran} of 100 profiler calls fit in 0.25 s (each side's half of max_time_s=0.5 s)"
+            f"{ran} of 100 profiler calls fit in 0.25 s (each side's half of max_time_s=0.5 s), "
+            "starting, stopping and reading the profiler included"
         )
 
 

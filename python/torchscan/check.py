@@ -7,19 +7,22 @@ import math
 import types
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from fractions import Fraction
 from typing import Any
 
 from ._arguments import check_real
 from ._values import tensor_meta
 from .context import capture_context
-from .reports import Diagnostic, LeafCheck, OutputCheckReport, StructureDifference
+from .reports import Diagnostic, LeafCheck, OutputCheckReport, StructureDifference, TensorMeta
 
 __all__ = ["CHECK_METHOD", "check_outputs"]
 
 CHECK_METHOD = (
-    "torch.isclose per element: |candidate - baseline| <= atol + rtol * |baseline|, compared in "
-    "float64 (complex128 for complex tensors) on the baseline's device; Python numbers as 0-d "
-    "tensors"
+    "per element: |candidate - baseline| <= atol + rtol * |baseline| on the baseline's device; "
+    "integer and bool tensors on both sides exactly, as integers; otherwise torch.isclose in "
+    "float64 (complex128 for complex tensors); Python numbers as 0-d tensors, Python ints on both "
+    "sides exactly; sparse tensors through their dense values, nested tensors component by "
+    "component"
 )
 _NUMBERS = (bool, int, float, complex)
 # Objects that are never walked through their attributes: classes, modules and functions.
@@ -49,6 +52,14 @@ _DEFAULT_TOLERANCES = {
     "torch.complex128": (1e-7, 1e-7),
 }
 _LOW_PRECISION = ("torch.float16", "torch.bfloat16", "torch.complex32")
+# Integer leaves: values inside (-2**62, 2**62) have differences that int64 holds; beyond, the
+# elements that differ are compared as Python ints. float64 holds every integer up to 2**53, and a
+# bound or a ratio that float64 puts this close (relatively) to its limit is decided exactly.
+_INT64_SAFE = 2**62
+_LARGEST_FLOAT = 2**1024 - 2**971  # sys.float_info.max: a larger int is reported as null
+_FLOAT_EXACT = 2**53
+_CLOSE = 1e-14
+_LAYOUT_HINT = "convert both sides to one layout (for example .to_dense()) to compare their values"
 _CACHE_HINT = (
     "this leaf is in a cache (past keys and values), which a candidate may fill differently "
     "without changing the outputs that matter: check those only (for example .logits), or call "
@@ -144,7 +155,10 @@ def _describe_node(value: Any) -> str:
     import torch
 
     if isinstance(value, torch.Tensor):
-        return f"tensor of shape {list(value.shape)}"
+        if value.is_nested:
+            return f"nested tensor ({value.layout}) of {len(value.unbind())} components"
+        layout = "" if value.layout == torch.strided else f" ({value.layout})"
+        return f"tensor of shape {list(value.shape)}{layout}"
     if value is None:
         return "None"
     if value is _UNSET:
@@ -168,6 +182,159 @@ def _child_path(path: str, key: Any) -> str:
 
 def _where(path: str) -> str:
     return path or "(output)"
+
+
+def _is_integer(dtype: Any) -> bool:
+    """Integer and bool dtypes: compared exactly (quantized dtypes are not among them)."""
+    import torch
+
+    return dtype in (
+        torch.bool,
+        torch.uint8,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.uint16,
+        torch.uint32,
+        torch.uint64,
+    )
+
+
+def _within(difference: int, scale: int, rtol: float, atol: float) -> bool:
+    """``difference <= atol + rtol * scale``, without rounding (floats are exact fractions)."""
+    if rtol == 0:
+        return difference <= atol  # Python compares an int with a float exactly
+    return Fraction(difference) <= Fraction(atol) + Fraction(rtol) * scale
+
+
+def _ratio(difference: int, scale: int) -> float | None:
+    """``difference / scale`` correctly rounded (Python's int division); None past float64."""
+    try:
+        return difference / scale
+    except OverflowError:
+        return None
+
+
+def _as_int64(tensor: Any) -> Any | None:
+    """An integer tensor's values as int64, or None when a uint64 value exceeds int64."""
+    import torch
+
+    if tensor.dtype == torch.uint64:
+        bits = tensor.contiguous().view(torch.int64)
+        return None if bool((bits < 0).any()) else bits
+    return tensor.to(torch.int64)
+
+
+def _compare_integers(
+    left: Any, right: Any, rtol: float, atol: float
+) -> tuple[int, int, int | None, float | None]:
+    """Elements, mismatches and the largest errors of two integer tensors of one shape, exactly.
+
+    ``left`` is the baseline. Returns the largest absolute error as an int.
+    """
+    elements = int(left.numel())
+    if elements == 0:
+        return 0, 0, None, None
+    baseline, candidate = _as_int64(left), _as_int64(right)
+    if baseline is None or candidate is None:
+        return _compare_integers_in_python(left, right, rtol, atol)
+    for values in (baseline, candidate):
+        low, high = values.aminmax()
+        if int(low) <= -_INT64_SAFE or int(high) >= _INT64_SAFE:
+            return _compare_integers_in_python(left, right, rtol, atol)
+    difference = (candidate - baseline).abs()  # exact: both sides inside (-2**62, 2**62)
+    scale = baseline.abs()
+    max_abs = int(difference.max())
+    if rtol == 0:
+        mismatched = int((difference > min(math.floor(atol), 2**63 - 1)).sum())
+    else:
+        # The bound in float64, then the elements whose decision its rounding could change
+        # decided exactly.
+        bound = atol + rtol * scale.double()
+        approximate = difference.double()
+        unsure = (
+            (difference != 0) & bound.isfinite() & ((approximate - bound).abs() <= _CLOSE * bound)
+        )
+        mismatched = int(((approximate > bound) & ~unsure).sum())
+        if bool(unsure.any()):
+            mismatched += sum(
+                not _within(d, s, rtol, atol)
+                for d, s in zip(difference[unsure].tolist(), scale[unsure].tolist(), strict=True)
+            )
+    nonzero = scale != 0
+    if not bool(nonzero.any()):
+        return elements, mismatched, max_abs, None
+    difference, scale = difference[nonzero], scale[nonzero]
+    ratio = difference.double() / scale.double()
+    # float64 divides integers up to 2**53 with one rounding; larger ones near the top are
+    # divided again as Python ints (rounding is monotonic: the largest rounded ratio is the
+    # rounded largest ratio).
+    near = ratio >= float(ratio.max()) * (1 - _CLOSE)
+    large = (difference != 0) & ((difference > _FLOAT_EXACT) | (scale > _FLOAT_EXACT))
+    best = [float(ratio[near & ~large].max())] if bool((near & ~large).any()) else []
+    for d, s in zip(difference[near & large].tolist(), scale[near & large].tolist(), strict=True):
+        best.append(d / s)
+    return elements, mismatched, max_abs, max(best)
+
+
+def _compare_integers_in_python(
+    left: Any, right: Any, rtol: float, atol: float
+) -> tuple[int, int, int | None, float | None]:
+    """:func:`_compare_integers` where int64 cannot hold the values or their differences.
+
+    The elements that differ are compared as Python ints.
+    """
+    import torch
+
+    unsigned = torch.uint64
+    bits = [
+        t.contiguous().view(torch.int64) if t.dtype == unsigned else t.to(torch.int64)
+        for t in (left, right)
+    ]
+    # Equal bits are equal values, unless one side is uint64 and the other negative.
+    differs = bits[0] != bits[1]
+    if (left.dtype == unsigned) != (right.dtype == unsigned):
+        differs |= bits[1 if left.dtype == unsigned else 0] < 0
+    # Python ints from the int64 bits (PyTorch indexes few uint64 tensors), 2**64 added back
+    # where a uint64 value had its top bit set.
+    values = [
+        [v + 2**64 if v < 0 else v for v in b[differs].tolist()]
+        if t.dtype == unsigned
+        else b[differs].tolist()
+        for t, b in zip((left, right), bits, strict=True)
+    ]
+    mismatched, max_abs, max_rel = 0, 0, 0.0
+    for base, cand in zip(values[0], values[1], strict=True):
+        difference, scale = abs(cand - base), abs(base)
+        mismatched += not _within(difference, scale, rtol, atol)
+        max_abs = max(max_abs, difference)
+        if scale:
+            ratio = _ratio(difference, scale)
+            max_rel = math.inf if ratio is None else max(max_rel, ratio)
+    has_scale = bool((bits[0] != 0).any())
+    return int(left.numel()), mismatched, max_abs, max_rel if has_scale else None
+
+
+def _int_meta(value: int, fits: bool) -> TensorMeta:
+    """A Python int's metadata: a 0-d int64 tensor's when ``fits``, else dtype ``int``."""
+    import torch
+
+    if fits:
+        return tensor_meta(torch.tensor(value))
+    return {"shape": [], "dtype": "int", "device": "cpu", "requires_grad": False}
+
+
+def _number_tensor(value: Any) -> Any | None:
+    """A Python number as a 0-d tensor (uint64 for ints above int64); None past 64 bits."""
+    import torch
+
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not -(2**63) <= value < 2**64:
+            return None
+        if value >= 2**63:
+            return torch.tensor(value, dtype=torch.uint64)
+    return torch.tensor(value)
 
 
 def _tolerance_text(dtype: str) -> str:
@@ -249,10 +416,23 @@ class _Walker:
             self.differ(path, baseline, candidate, " (nested too deeply to compare)", cache)
             return
         cache = cache or _is_cache_object(baseline) or _is_cache_object(candidate)
-        if isinstance(baseline, _NUMBERS) and not isinstance(baseline, bool):
-            baseline = torch.tensor(baseline)
-        if isinstance(candidate, _NUMBERS) and not isinstance(candidate, bool):
-            candidate = torch.tensor(candidate)
+        ints = [isinstance(v, int) and not isinstance(v, bool) for v in (baseline, candidate)]
+        if all(ints):
+            self.compare_ints(baseline, candidate, path, cache)
+            return
+        sides = [baseline, candidate]
+        for index, value in enumerate(sides):
+            if isinstance(value, _NUMBERS) and not isinstance(value, bool):
+                sides[index] = _number_tensor(value)
+                if sides[index] is None:  # a Python int that no tensor dtype holds
+                    note = " (an int beyond 64 bits on one side)"
+                    self.differ(path, baseline, candidate, note, cache)
+                    return
+        baseline, candidate = sides
+        nested = [isinstance(v, torch.Tensor) and v.is_nested for v in (baseline, candidate)]
+        if any(nested):
+            self.compare_nested(baseline, candidate, path, depth, cache)
+            return
         if isinstance(baseline, torch.Tensor) or isinstance(candidate, torch.Tensor):
             if isinstance(baseline, torch.Tensor) and isinstance(candidate, torch.Tensor):
                 self.compare(baseline, candidate, path, cache)
@@ -334,6 +514,48 @@ class _Walker:
             note = " (differs)" if type(baseline) is type(candidate) else ""
             self.differ(path, baseline, candidate, note, cache)
 
+    def compare_nested(
+        self, baseline: Any, candidate: Any, path: str, depth: int, cache: bool
+    ) -> None:
+        """Nested tensors: the same layout and number of components, each component a leaf."""
+        import torch
+
+        both = isinstance(baseline, torch.Tensor) and isinstance(candidate, torch.Tensor)
+        if not both or not (baseline.is_nested and candidate.is_nested):
+            self.differ(path, baseline, candidate, cache=cache)
+            return
+        if baseline.layout != candidate.layout:
+            self.differ(path, baseline, candidate, cache=cache)
+            return
+        left, right = baseline.unbind(), candidate.unbind()
+        if len(left) != len(right):
+            self.differ(path, baseline, candidate, cache=cache)
+            return
+        for index, (part, other) in enumerate(zip(left, right, strict=True)):
+            self.walk(part, other, f"{path}.unbind()[{index}]", depth + 1, cache)
+
+    def compare_ints(self, baseline: int, candidate: int, path: str, cache: bool) -> None:
+        """Two Python ints, compared exactly as ints (0-d int64 leaves where int64 holds both)."""
+        import torch
+
+        self.devices.append(torch.device("cpu"))
+        fits = all(-(2**63) <= value < 2**63 for value in (baseline, candidate))
+        difference, scale = abs(candidate - baseline), abs(baseline)
+        mismatched = int(not _within(difference, scale, self.rtol, self.atol))
+        leaf: LeafCheck = {
+            "path": path,
+            "passed": False,
+            "baseline": _int_meta(baseline, fits),
+            "candidate": _int_meta(candidate, fits),
+            "elements": 1,
+            "mismatched_elements": mismatched,
+            "max_abs_error": difference if difference <= _LARGEST_FLOAT else None,
+            "max_rel_error": _ratio(difference, scale) if scale else None,
+        }
+        leaf["passed"] = mismatched == 0
+        self.leaves.append(leaf)
+        self.explain(leaf, cache)
+
     def compare(self, baseline: Any, candidate: Any, path: str, cache: bool) -> None:
         import torch
 
@@ -352,42 +574,83 @@ class _Walker:
             "max_abs_error": None,
             "max_rel_error": None,
         }
-        if base_meta["shape"] == cand_meta["shape"]:
-            with torch.no_grad():
-                complex_values = baseline.is_complex() or candidate.is_complex()
-                kind = torch.complex128 if complex_values else torch.float64
-                left = baseline.detach().to(dtype=kind)
-                right = candidate.detach().to(device=baseline.device, dtype=kind)
-                close = torch.isclose(
-                    right, left, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan
+        layouts = (str(baseline.layout), str(candidate.layout))
+        problem = ""
+        if layouts[0] == layouts[1] and base_meta["shape"] == cand_meta["shape"]:
+            try:
+                elements, mismatched, max_abs, max_rel = self.values(baseline, candidate)
+            except (RuntimeError, NotImplementedError, TypeError, ValueError) as error:
+                if isinstance(error, torch.OutOfMemoryError):
+                    raise
+                # A layout or dtype PyTorch cannot convert or compare: the leaf fails and says
+                # how to compare it.
+                problem = type(error).__name__
+            else:
+                leaf["elements"] = elements
+                leaf["mismatched_elements"] = mismatched
+                leaf["max_abs_error"] = (
+                    max_abs if max_abs is None or max_abs <= _LARGEST_FLOAT else None
                 )
-                elements = int(close.numel())
-                mismatched = elements - int(close.sum().item())
-                difference = (right - left).abs()
-                finite = torch.isfinite(difference)
-                max_abs = float(difference[finite].max().item()) if bool(finite.any()) else None
-                scale = left.abs()
-                relative_ok = finite & (scale > 0)
-                max_rel = (
-                    float((difference[relative_ok] / scale[relative_ok]).max().item())
-                    if bool(relative_ok.any())
-                    else None
+                leaf["max_rel_error"] = (
+                    max_rel if max_rel is None or math.isfinite(max_rel) else None
                 )
-            leaf["elements"] = elements
-            leaf["mismatched_elements"] = mismatched
-            leaf["max_abs_error"] = max_abs if max_abs is None or math.isfinite(max_abs) else None
-            leaf["max_rel_error"] = max_rel if max_rel is None or math.isfinite(max_rel) else None
-            same_dtype = base_meta["dtype"] == cand_meta["dtype"]
-            leaf["passed"] = mismatched == 0 and (same_dtype or not self.check_dtype)
+                same_dtype = base_meta["dtype"] == cand_meta["dtype"]
+                leaf["passed"] = mismatched == 0 and (same_dtype or not self.check_dtype)
         self.leaves.append(leaf)
-        self.explain(leaf, cache)
+        self.explain(leaf, cache, layouts, problem)
 
-    def explain(self, leaf: LeafCheck, cache: bool) -> None:
+    def values(self, baseline: Any, candidate: Any) -> tuple[int, int, float | None, float | None]:
+        """Elements, mismatches and the largest errors of two tensors of one shape and layout."""
+        import torch
+
+        with torch.no_grad():
+            left, right = baseline.detach(), candidate.detach()
+            if left.layout != torch.strided:  # sparse (and oneDNN) tensors: their dense values
+                left, right = left.to_dense(), right.to_dense()
+            right = right.to(device=left.device)
+            if _is_integer(left.dtype) and _is_integer(right.dtype):
+                return _compare_integers(left, right, self.rtol, self.atol)
+            complex_values = left.is_complex() or right.is_complex()
+            kind = torch.complex128 if complex_values else torch.float64
+            left, right = left.to(dtype=kind), right.to(dtype=kind)
+            close = torch.isclose(
+                right, left, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan
+            )
+            elements = int(close.numel())
+            mismatched = elements - int(close.sum().item())
+            difference = (right - left).abs()
+            finite = torch.isfinite(difference)
+            max_abs = float(difference[finite].max().item()) if bool(finite.any()) else None
+            scale = left.abs()
+            relative_ok = finite & (scale > 0)
+            max_rel = (
+                float((difference[relative_ok] / scale[relative_ok]).max().item())
+                if bool(relative_ok.any())
+                else None
+            )
+        return elements, mismatched, max_abs, max_rel
+
+    def explain(
+        self,
+        leaf: LeafCheck,
+        cache: bool,
+        layouts: tuple[str, str] = ("torch.strided", "torch.strided"),
+        problem: str = "",
+    ) -> None:
         """A diagnostic for a leaf that failed or whose metadata differ: what and the way out."""
         base, cand = leaf["baseline"], leaf["candidate"]
         shape_differs = base["shape"] != cand["shape"]
         dtype_differs = base["dtype"] != cand["dtype"]
+        layout_differs = layouts[0] != layouts[1]
         notes = []
+        if layout_differs:
+            notes.append(f"layout {layouts[0]} vs {layouts[1]}")
+        if problem:
+            notes.append(
+                f"values of layout {layouts[0]} and dtype {base['dtype']}"
+                + ("" if not dtype_differs else f" vs {cand['dtype']}")
+                + f" cannot be compared ({problem})"
+            )
         if shape_differs:
             notes.append(f"shape {base['shape']} vs {cand['shape']}")
         if dtype_differs:
@@ -415,9 +678,16 @@ class _Walker:
         if not notes:
             return
         ways: list[str] = []
+        if layout_differs:
+            ways.append(_LAYOUT_HINT)
+        if problem:
+            ways.append(
+                "convert both sides to plain tensors of a dtype PyTorch compares first "
+                "(.to_dense() for another layout, .dequantize() for a quantized tensor)"
+            )
         if cache and not leaf["passed"]:
             ways.append(_CACHE_HINT)
-        if dtype_differs and self.check_dtype and not shape_differs:
+        if dtype_differs and self.check_dtype and not shape_differs and not layout_differs:
             ways.append(
                 "pass check_dtype=False to accept the change of dtype: the values are within "
                 "the tolerances"
@@ -444,7 +714,9 @@ class _Walker:
             )
         if shape_differs and not cache:
             ways.append("the candidate computes a different shape here")
-        metadata = shape_differs or dtype_differs or base["device"] != cand["device"]
+        metadata = (
+            shape_differs or dtype_differs or layout_differs or base["device"] != cand["device"]
+        )
         message = f"output leaf {_where(leaf['path'])} " + (
             "differs: " if leaf["passed"] or metadata else "fails: "
         )
@@ -454,7 +726,9 @@ class _Walker:
             message += ". " + way_out[0].upper() + way_out[1:]
         self.leaf_diagnostics.append(
             {
-                "code": "output_metadata_mismatch" if metadata else "output_values_mismatch",
+                "code": (
+                    "output_metadata_mismatch" if metadata or problem else "output_values_mismatch"
+                ),
                 "severity": "warning",
                 "metric": None,
                 "message": message,
@@ -525,9 +799,20 @@ def check_outputs(
     same place; nesting deeper than 64 levels or more than 100,000 nodes is reported as a
     structure difference rather than walked.
 
+    Floating-point and complex leaves are compared in float64 (complex128). Integer and bool
+    leaves on both sides, and Python ints on both sides, are compared exactly as integers: the
+    bound ``atol + rtol * |baseline|`` is evaluated without rounding (with ``rtol=0`` a difference
+    passes when it is at most ``atol``), and ``max_abs_error`` is the exact largest difference.
+    Sparse tensors of the same layout are compared through their dense values (a layout
+    difference fails the leaf), nested tensors component by component, each component a leaf at
+    ``path.unbind()[i]``, after their layouts and numbers of components match. A leaf that
+    PyTorch cannot compare (a quantized tensor) fails with a diagnostic that names its layout and
+    dtype and how to convert it.
+
     ``check_dtype`` (default True, as in ``torch.testing.assert_close``) makes a leaf whose
-    dtype differs fail. When False, leaves of different dtypes are compared by value, in float64
-    (complex128), which holds every value of either side exactly: an fp32 baseline and a
+    dtype differs fail. When False, leaves of different dtypes are compared by value: two integer
+    dtypes exactly, otherwise in float64 (complex128), which holds every float32 and bfloat16
+    value exactly (but rounds integers beyond 2**53 on an integer side): an fp32 baseline and a
     bfloat16 candidate within the tolerances pass.
 
     The report records, per leaf, shapes, dtypes, devices, maximum absolute and relative errors
