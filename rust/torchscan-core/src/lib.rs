@@ -6,6 +6,7 @@
 //! Pure functions; no Python and no torch here.
 
 pub mod bench_compare;
+pub mod call_tree;
 pub mod compare;
 pub mod coverage;
 pub mod drift;

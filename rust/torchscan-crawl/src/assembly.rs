@@ -15,6 +15,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
+use torchscan_core::call_tree::{CallTree, OwnOperators, path_totals, post_order};
 use torchscan_core::schema::common::exact_integer;
 
 use crate::call_recorder::{CallRecorder, TensorSpec, shape_elements};
@@ -277,9 +278,21 @@ struct Node {
     first_op: i64,
     /// Set once the forward's calls are walked children first.
     estimates: Option<[Metric; 3]>,
-    sub_flops: u128,
-    sub_names: BTreeSet<String>,
-    sub_start: i64,
+}
+
+/// The calls as the core's call tree sees them.
+struct Calls<'a>(&'a [Node]);
+
+impl CallTree for Calls<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn parent(&self, call: usize) -> Option<usize> {
+        self.0[call].parent
+    }
+    fn children(&self, call: usize) -> &[usize] {
+        &self.0[call].children
+    }
 }
 
 /// A module the calls refer to.
@@ -407,9 +420,6 @@ fn assemble<'py>(
                 own_uncounted: None,
                 first_op: -1,
                 estimates: None,
-                sub_flops: 0,
-                sub_names: BTreeSet::new(),
-                sub_start: -1,
             })
             .collect();
         (modules, nodes, this.closed.clone())
@@ -426,7 +436,7 @@ fn assemble<'py>(
     let ordered = if closed.len() == count {
         closed
     } else {
-        post_order(&nodes)
+        post_order(&Calls(&nodes))
     };
     let module_scope = texts.module_scope.bind(py);
     let module_method = texts.module_method.bind(py);
@@ -599,7 +609,7 @@ fn assemble<'py>(
     }
     let by_module = PyList::empty(py);
     if full {
-        for (entry_path, flops, names) in path_flops(&mut nodes, &modules, &ordered) {
+        for (entry_path, flops, names) in path_flops(&nodes, &modules, &ordered) {
             let entry = PyDict::new(py);
             entry.set_item(intern!(py, "path"), entry_path)?;
             let reason = (!names.is_empty()).then(|| {
@@ -749,25 +759,6 @@ fn operator_pass<'py>(
     Ok(tallies)
 }
 
-/// Every call, children before their parent, siblings in call order.
-fn post_order(nodes: &[Node]) -> Vec<usize> {
-    let mut ordered = Vec::with_capacity(nodes.len());
-    let mut stack: Vec<(usize, usize)> = (0..nodes.len())
-        .rev()
-        .filter(|&position| nodes[position].parent.is_none())
-        .map(|position| (position, 0))
-        .collect();
-    while let Some((position, child)) = stack.pop() {
-        if let Some(&next) = nodes[position].children.get(child) {
-            stack.push((position, child + 1));
-            stack.push((next, 0));
-        } else {
-            ordered.push(position);
-        }
-    }
-    ordered
-}
-
 /// Sets the estimates of the call at `position`, whose children have theirs: the module's
 /// formula, or its children plus the operators it runs itself.
 fn estimate<'py>(
@@ -897,76 +888,34 @@ fn is_leaf(py: Python<'_>, module: &Bound<'_, PyAny>) -> PyResult<bool> {
     Ok(true)
 }
 
-/// A module path's first operator and level, its module, FLOPs and uncounted operator names.
-type PathEntry = ((i64, usize), usize, u128, BTreeSet<String>);
-
 /// Operator FLOPs of every module path, children included, from each call's own operators:
-/// `(path, flops, uncounted operator names)`.
-///
-/// A path counts the operators run while any of its calls was active, each once (a call nested
-/// in a call of the same path adds nothing more). Paths come in the order the forward first ran
-/// an operator inside them, outer before inner.
+/// `(path, flops, uncounted operator names)` (see [`path_totals`]).
 fn path_flops<'py>(
-    nodes: &mut [Node],
+    nodes: &[Node],
     modules: &'py [Module],
     ordered: &[usize],
 ) -> Vec<(&'py Py<PyAny>, u128, BTreeSet<String>)> {
-    for &position in ordered {
-        let mut total = nodes[position].own_flops;
-        let mut names = nodes[position].own_uncounted.clone().unwrap_or_default();
-        let mut start = nodes[position].first_op;
-        for index in 0..nodes[position].children.len() {
-            let child = &nodes[nodes[position].children[index]];
-            total = total.saturating_add(child.sub_flops);
-            names.extend(child.sub_names.iter().cloned());
-            if child.sub_start >= 0 && (start < 0 || child.sub_start < start) {
-                start = child.sub_start;
-            }
-        }
-        let node = &mut nodes[position];
-        node.sub_flops = total;
-        node.sub_names = names;
-        node.sub_start = start;
+    // A path's identity: the first module with its text.
+    let mut path_ids: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (index, module) in modules.iter().enumerate() {
+        path_ids.entry(module.path_text.as_str()).or_insert(index);
     }
-    // (first operator, level) orders the paths; entries keep the order they were met in.
-    let mut paths: Vec<PathEntry> = Vec::new();
-    let mut index_of: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for &position in ordered {
-        let node = &nodes[position];
-        if node.sub_start < 0 {
-            continue;
-        }
-        let path = modules[node.module].path_text.as_str();
-        let mut ancestor = node.parent;
-        while let Some(above) = ancestor {
-            if modules[nodes[above].module].path_text == path {
-                break;
-            }
-            ancestor = nodes[above].parent;
-        }
-        if ancestor.is_some() {
-            continue; // nested in a call of the same path, which already counts it
-        }
-        let key = (node.sub_start, node.level);
-        match index_of.get(path) {
-            None => {
-                index_of.insert(path, paths.len());
-                paths.push((key, node.module, node.sub_flops, node.sub_names.clone()));
-            }
-            Some(&index) => {
-                let entry = &mut paths[index];
-                if key < entry.0 {
-                    entry.0 = key;
-                }
-                entry.2 = entry.2.saturating_add(node.sub_flops);
-                entry.3.extend(node.sub_names.iter().cloned());
-            }
-        }
-    }
-    paths.sort_by_key(|entry| entry.0);
-    paths
+    let own: Vec<OwnOperators> = nodes
+        .iter()
+        .map(|node| OwnOperators {
+            path: path_ids[modules[node.module].path_text.as_str()],
+            level: node.level,
+            flops: node.own_flops,
+            uncounted: node.own_uncounted.clone().unwrap_or_default(),
+            first_operator: u64::try_from(node.first_op).ok(),
+        })
+        .collect();
+    path_totals(&Calls(nodes), &own, ordered)
         .into_iter()
-        .map(|(_, module, flops, names)| (&modules[module].path, flops, names))
+        .map(|total| {
+            let module = nodes[total.call].module;
+            (&modules[module].path, total.flops, total.uncounted)
+        })
         .collect()
 }
 
