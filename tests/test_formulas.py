@@ -1,4 +1,5 @@
-"""Per-module estimates (FLOPs, MACs, DMAs) and receptive-field steps of `torchscan.formulas`."""
+"""Per-module estimates (FLOPs, MACs, DMAs) and receptive-field steps of `torchscan.formulas`,
+and the operator FLOP formula of `aten::_grouped_mm` (`torchscan.opflops.formulas`)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 from torch.nn.utils.rnn import pack_padded_sequence
+from torch.utils.flop_counter import FlopCounterMode
 
-from torchscan import formulas
+from torchscan import formulas, measure_flops
 from torchscan.formulas import (
     RULES,
     Estimate,
@@ -23,6 +25,7 @@ from torchscan.formulas import (
     supported_module_types,
 )
 from torchscan.formulas.attention import attention_cost
+from torchscan.opflops.formulas import builtin_formulas
 
 torch.set_num_threads(1)
 
@@ -1238,3 +1241,131 @@ def test_transformers_conv1d_is_a_transposed_linear() -> None:
     Conv1D.__qualname__ = "Conv1D"
     x = torch.randn(8, 16)
     assert estimate(Conv1D(), x) == estimate(nn.Linear(16, 4), x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Operator FLOPs (torchscan.opflops.formulas): aten::_grouped_mm against its groups' matmuls
+
+
+def _offsets(*ends: int) -> torch.Tensor:
+    return torch.tensor(ends, dtype=torch.int32)
+
+
+# (layout, self, mat2, offs, forward FLOPs by hand). Strides are multiples of 16 bytes, as the
+# kernel requires. Each case with ``offs`` has an empty group or positions past the last offset,
+# which no group computes.
+GROUPED_MM_CASES: list[tuple[str, Callable[[], tuple[Any, ...]], int]] = [
+    (
+        # Rows of self cut into groups [0, 3), [3, 3) (empty), [3, 9); row 9 is in none.
+        "2d_x_3d",
+        lambda: (torch.randn(10, 16), torch.randn(3, 16, 8), _offsets(3, 3, 9)),
+        2 * (3 + 0 + 6) * 16 * 8,
+    ),
+    (
+        # mat2 given transposed (column-major), as transformers' experts pass their weights.
+        "2d_x_3d_transposed",
+        lambda: (
+            torch.randn(10, 16),
+            torch.randn(3, 8, 16).transpose(-2, -1),
+            _offsets(4, 10, 10),
+        ),
+        2 * (4 + 6 + 0) * 16 * 8,
+    ),
+    (
+        # Columns of mat2 cut into [0, 4), [4, 8), [8, 12) for self[0], self[1], self[2].
+        "3d_x_2d",
+        lambda: (torch.randn(3, 5, 16), torch.randn(16, 12), _offsets(4, 8, 12)),
+        2 * 5 * 16 * (4 + 4 + 4),
+    ),
+    (
+        # The contraction cut into [0, 2), [2, 7), [7, 10): out[g] = self[:, g] @ mat2[g, :];
+        # positions 10 and 11 are in no group.
+        "2d_x_2d",
+        lambda: (torch.randn(5, 12), torch.randn(12, 8), _offsets(2, 7, 10)),
+        2 * 5 * (2 + 5 + 3) * 8,
+    ),
+    (
+        "3d_x_3d",
+        lambda: (torch.randn(3, 5, 16), torch.randn(3, 16, 8), None),
+        2 * 3 * 5 * 16 * 8,
+    ),
+]
+
+
+def _groups(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None) -> list[Any]:
+    """``(self_g, mat2_g, where)`` of each group: its operands and where its product goes."""
+    if offs is None:
+        return [(a[g], b[g], (g,)) for g in range(a.shape[0])]
+    bounds = list(zip([0, *offs.tolist()[:-1]], offs.tolist(), strict=True))
+    if a.dim() == 2 and b.dim() == 3:
+        return [(a[s:e], b[g], (slice(s, e),)) for g, (s, e) in enumerate(bounds)]
+    if a.dim() == 3:
+        return [(a[g], b[:, s:e], (slice(None), slice(s, e))) for g, (s, e) in enumerate(bounds)]
+    return [(a[:, s:e], b[s:e], (g,)) for g, (s, e) in enumerate(bounds)]
+
+
+def _grouped_reference(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor | None) -> Any:
+    """Each group's own ``mm``, the output positions it fills and the positions filled."""
+    out = torch.zeros(torch._grouped_mm(a, b, offs).shape)
+    filled = torch.zeros(out.shape, dtype=torch.bool)
+    for a_g, b_g, where in _groups(a, b, offs):
+        out[where] = a_g @ b_g
+        filled[where] = True
+    return out, filled
+
+
+def _flop_counter_of_groups(a: Any, b: Any, offs: Any, backward: bool = False) -> int:
+    """FlopCounterMode's count of the groups' matmuls (forward, or forward and backward)."""
+    with FlopCounterMode(display=False) as mode:
+        for a_g, b_g, _ in _groups(a, b, offs):
+            product = torch.mm(a_g, b_g)
+            if backward:
+                product.backward(torch.ones_like(product))
+    return int(mode.get_total_flops())
+
+
+@pytest.mark.parametrize(
+    ("layout", "make", "by_hand"), GROUPED_MM_CASES, ids=[case[0] for case in GROUPED_MM_CASES]
+)
+def test_grouped_mm_counts_each_groups_matmul(layout: str, make: Any, by_hand: int) -> None:
+    torch.manual_seed(0)
+    a, b, offs = make()
+    # The groups are the kernel's: its output is each group's own matmul where one was computed.
+    out = torch._grouped_mm(a, b, offs)
+    expected_out, filled = _grouped_reference(a, b, offs)
+    torch.testing.assert_close(out[filled], expected_out[filled])
+    # Forward: the built-in formula, through measure_flops, with offs positional or by keyword.
+    assert _flop_counter_of_groups(a, b, offs) == by_hand
+    formula = builtin_formulas()[torch.ops.aten._grouped_mm]
+    assert formula((a, b, offs), {}, out) == by_hand
+    if offs is not None:
+        assert formula((a, b), {"offs": offs}, out) == by_hand
+    report = measure_flops(lambda: torch._grouped_mm(a, b, offs=offs))
+    assert report["operator_flops"]["total"]["status"] == "complete"
+    assert report["operator_flops"]["counted"] == [
+        {"operator": "aten::_grouped_mm", "calls": 1, "flops": by_hand}
+    ]
+    # Forward and backward: the gradients are grouped matmuls of the other layouts (a 2-D x 3-D
+    # forward has a 2-D x 2-D weight gradient, ...), each the forward's multiply-accumulates.
+    a_leaf, b_leaf = a.detach().requires_grad_(), b.detach().requires_grad_()
+
+    def step() -> None:
+        product = torch._grouped_mm(a_leaf, b_leaf, offs)
+        product.backward(torch.ones_like(product))
+
+    report = measure_flops(step)
+    assert report["operator_flops"]["total"]["status"] == "complete"
+    assert report["operator_flops"]["total"]["value"] == 3 * by_hand
+    assert _flop_counter_of_groups(a_leaf, b_leaf, offs, backward=True) == 3 * by_hand
+
+
+def test_grouped_mm_offsets_past_the_end_are_clamped_as_the_kernel_slices() -> None:
+    a, b = torch.randn(8, 16), torch.randn(2, 16, 4)
+    offs = _offsets(6, 12)  # the second group is cut at row 8: rows 6 and 7 only
+    out = torch._grouped_mm(a, b, offs)
+    torch.testing.assert_close(out[6:], a[6:] @ b[1])
+    formula = builtin_formulas()[torch.ops.aten._grouped_mm]
+    assert formula((a, b, offs), {}, out) == 2 * (6 + 2) * 16 * 4
+    # Without offsets a 2-D operand has no groups: the formula refuses rather than guess.
+    with pytest.raises(ValueError, match="needs offs"):
+        formula((a, b), {}, out)

@@ -12,6 +12,9 @@ Each model is checked against oracles computed apart from torchscan:
   ``FlopCounterMode`` is wrong (it has no formula for ``aten::_native_multi_head_attention``, the
   fused inference attention of ViT under ``no_grad``, nor for ``aten::mkldnn_rnn_layer``, the
   oneDNN LSTM kernel), the count is checked by hand and ``FlopCounterMode``'s shortfall is shown;
+  mixture-of-experts models (Mixtral, Qwen2-MoE) run their experts as ``aten::_grouped_mm``, which
+  it does not count either: ``FlopCounterMode``'s total plus the experts' matmuls by hand from the
+  routing, and ``FlopCounterMode`` over the same model with the eager (per-expert) experts;
 - every operator the model runs is counted, or excluded under a class its name is listed with in
   ``torchscan.opflops.classify`` (never placed only by PyTorch's tags);
 - parameters equal the elements of distinct storages the parameters cover;
@@ -177,9 +180,11 @@ def wav2vec2() -> Built:
         conv_kernel=(10, 3, 3),
         num_conv_pos_embeddings=16,
         num_conv_pos_embedding_groups=4,
-        # SpecAugment draws its masks with numpy's global generator in training: off, so every
-        # run dispatches the same operators.
+        # SpecAugment draws its masks with numpy's global generator in training, and LayerDrop
+        # skips layers at random in training: both off, so every run dispatches the same
+        # operators (FlopCounterMode's reference and the count compared with it).
         apply_spec_augment=False,
+        layerdrop=0.0,
     )
     audio = torch.randn(1, 1600, generator=generator())
     return Built(transformers.Wav2Vec2Model(config), (audio,), {})
@@ -650,6 +655,160 @@ def test_gpt2_generate_is_complete_and_equals_flop_counter_mode(sampling: bool) 
     classes = {op["operator"]: op["class"] for op in operator_flops(report)["excluded"]}
     assert classes["aten::isin"] == "no_arithmetic"
     assert "aten::isin" not in {op["operator"] for op in operator_flops(report)["uncounted"]}
+
+
+# -- mixture of experts: the experts' grouped matmuls ---------------------------------------------
+
+MOE_HIDDEN = 32
+MOE_EXPERTS = 4
+MOE_TOP_K = 2
+MOE_LAYERS = 2
+
+
+@dataclass(frozen=True)
+class MoeModel:
+    name: str
+    build: Callable[[], Built]
+    expert_width: int  # each expert's intermediate width
+
+
+def mixtral() -> Built:
+    transformers = pytest.importorskip("transformers")
+    config = transformers.MixtralConfig(
+        vocab_size=VOCAB_SIZE,
+        hidden_size=MOE_HIDDEN,
+        intermediate_size=64,
+        num_hidden_layers=MOE_LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_local_experts=MOE_EXPERTS,
+        num_experts_per_tok=MOE_TOP_K,
+        max_position_embeddings=64,
+    )
+    return Built(transformers.MixtralForCausalLM(config), (token_ids(),), {})
+
+
+def qwen2_moe() -> Built:
+    transformers = pytest.importorskip("transformers")
+    if not hasattr(transformers, "Qwen2MoeConfig"):
+        pytest.skip("this transformers has no Qwen2-MoE")
+    config = transformers.Qwen2MoeConfig(
+        vocab_size=VOCAB_SIZE,
+        hidden_size=MOE_HIDDEN,
+        intermediate_size=64,
+        moe_intermediate_size=16,
+        shared_expert_intermediate_size=48,
+        num_hidden_layers=MOE_LAYERS,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_experts=MOE_EXPERTS,
+        num_experts_per_tok=MOE_TOP_K,
+        max_position_embeddings=64,
+    )
+    return Built(transformers.Qwen2MoeForCausalLM(config), (token_ids(),), {})
+
+
+MOE = [
+    MoeModel("transformers.MixtralForCausalLM", mixtral, expert_width=64),
+    MoeModel("transformers.Qwen2MoeForCausalLM", qwen2_moe, expert_width=16),
+]
+
+
+class ExpertRouting:
+    """The experts every token was sent to, in each call of each experts module.
+
+    A pre-hook on every module holding the experts' 3-D ``gate_up_proj`` keeps its
+    ``top_k_index`` argument (tokens x top-k expert ids, from the router): no operator runs.
+    """
+
+    def __init__(self, model: nn.Module) -> None:
+        self.model = model
+        self.calls: list[torch.Tensor] = []
+        self.handles: list[Any] = []
+
+    def __enter__(self) -> ExpertRouting:
+        for module in self.model.modules():
+            weight = getattr(module, "gate_up_proj", None)
+            if isinstance(weight, torch.Tensor) and weight.dim() == 3:
+                self.handles.append(module.register_forward_pre_hook(self._record))
+        assert len(self.handles) == MOE_LAYERS
+        return self
+
+    def _record(self, module: nn.Module, args: tuple[Any, ...]) -> None:
+        self.calls.append(args[1])
+
+    def __exit__(self, *exc: Any) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+def experts_flops_by_hand(routing: ExpertRouting, width: int) -> int:
+    """Each expert's matmuls over the tokens routed to it, 2 FLOPs per multiply-accumulate.
+
+    Expert ``e`` with ``m_e`` tokens: gate and up projections ``m_e x hidden -> 2 x width`` and
+    the down projection ``m_e x width -> hidden``. Every token meets ``top_k`` experts, so the
+    ``m_e`` of one layer sum to tokens x top_k whatever the routing.
+    """
+    total = 0
+    for top_k_index in routing.calls:
+        tokens = [int((top_k_index == expert).sum()) for expert in range(MOE_EXPERTS)]
+        assert sum(tokens) == top_k_index.shape[0] * MOE_TOP_K == SEQUENCE_LENGTH * MOE_TOP_K
+        for routed in tokens:
+            total += 2 * routed * MOE_HIDDEN * 2 * width + 2 * routed * width * MOE_HIDDEN
+    return total
+
+
+def eager_experts(built: Built) -> Built:
+    """A copy of the model whose experts loop over the experts hit with one ``linear`` each."""
+    model = copy.deepcopy(built.model)
+    model.config._experts_implementation = "eager"
+    return Built(model, built.args, built.kwargs)
+
+
+@pytest.mark.parametrize("entry", MOE, ids=[entry.name for entry in MOE])
+def test_mixture_of_experts_counts_the_grouped_expert_matmuls(entry: MoeModel) -> None:
+    """transformers 5 runs the experts as ``aten::_grouped_mm`` and counts tokens per expert
+    with ``aten::histc``. Oracles: ``FlopCounterMode``, which has no formula for the grouped
+    matmul (it counts everything else), plus the experts' matmuls by hand from the routing the
+    router chose; and ``FlopCounterMode`` over the same model with the eager experts, whose
+    per-expert ``linear`` calls it does count.
+    """
+    built = entry.build()
+    model = built.model.eval()
+    eager = eager_experts(built)
+    with torch.no_grad():
+        report = measure_flops(built)
+        forward = assert_complete_and_named(report)
+        with ExpertRouting(model) as routing:
+            rest = flop_counter_mode_total(built)
+        assert "aten::_grouped_mm" not in flop_counter_mode_operators(built)
+        experts = experts_flops_by_hand(routing, entry.expert_width)
+        assert forward == rest + experts
+        assert forward == flop_counter_mode_total(eager)
+    flops = operator_flops(report)
+    counted = {op["operator"]: (op["calls"], op["flops"]) for op in flops["counted"]}
+    assert counted["aten::_grouped_mm"] == (2 * MOE_LAYERS, experts)  # up, then down
+    classes = {op["operator"]: op["class"] for op in flops["excluded"]}
+    assert classes["aten::histc"] == "reduction"
+    # The analysis (its own recorder) counts the same.
+    analysis = crawl_module(model, args=built.args)
+    assert validate_report(analysis) == "analysis"
+    assert assert_complete_and_named(analysis) == forward
+
+    # A training step: the backward's grouped matmuls give each expert's input gradient (2-D x
+    # 3-D, like the forward) and weight gradient (2-D x 2-D, groups along the contraction): each
+    # the forward's multiply-accumulates.
+    model.train()
+    eager.model.train()
+    with torch.enable_grad():
+        report = measure_flops(forward_and_backward(built))
+        training = assert_complete_and_named(report)
+        with ExpertRouting(model) as routing:
+            rest = flop_counter_mode_total(forward_and_backward(built))
+        assert training == rest + 3 * experts_flops_by_hand(routing, entry.expert_width)
+        assert training == flop_counter_mode_total(forward_and_backward(eager))
+    counted = {op["operator"]: op["calls"] for op in operator_flops(report)["counted"]}
+    assert counted["aten::_grouped_mm"] == 3 * 2 * MOE_LAYERS
 
 
 # -- the operators of the tests' own models and of the benchmarks --------------------------------

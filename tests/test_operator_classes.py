@@ -81,6 +81,9 @@ def test_no_operator_is_named_in_two_classes() -> None:
         (aten.topk.default, "reduction"),
         (aten.argsort.default, "data_movement"),
         (aten._local_scalar_dense.default, "data_movement"),
+        # Histograms scale values into bins and sum counts: the input reduced to its bins.
+        (aten.histc.default, "reduction"),
+        (aten.bincount.default, "reduction"),
         # Variants are named through the operator they are of.
         (aten.add_.Tensor, "elementwise"),
         (aten._foreach_mul_.Scalar, "elementwise"),
@@ -123,6 +126,25 @@ def test_comparisons_and_isin_are_complete() -> None:
     assert report["operator_flops"]["ignored_operators"]["aten.isin"]["reason"] == (
         "excluded by convention: no floating-point arithmetic (comparisons, masks, checks)"
     )
+
+
+def test_tokens_per_expert_histogram_is_complete() -> None:
+    # transformers 5's mixture-of-experts layers count the tokens sent to each expert with histc
+    # (bincount in others): a reduction, excluded by name, never a reason to be partial.
+    expert_ids = torch.tensor([0, 0, 1, 3, 3, 3])
+
+    def tokens_per_expert() -> Any:
+        counts = torch.histc(expert_ids.float(), bins=4, min=0, max=3)
+        return counts, torch.bincount(expert_ids, minlength=4)
+
+    report = measure_flops(tokens_per_expert)
+    total = report["operator_flops"]["total"]
+    assert total["status"] == "complete", total["reason"]
+    assert total["value"] == 0
+    classes = excluded(report)
+    assert classes["aten::histc"] == "reduction"
+    assert classes["aten::bincount"] == "reduction"
+    assert named_class("aten::histc") == named_class("aten::bincount") == "reduction"
 
 
 def test_linalg_checks_are_excluded_not_uncounted() -> None:

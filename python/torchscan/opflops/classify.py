@@ -161,6 +161,14 @@ _REDUCTION = frozenset(
         "all",
         "any",
         "count_nonzero",
+        # Histograms: every element is scaled into its bin (floating-point arithmetic, and
+        # ``histc`` with ``min == max`` first finds the data's min and max) and the bins sum
+        # counts (or ``bincount``'s weights): the input reduced to one number per bin, as
+        # ``count_nonzero`` reduces it to one. Mixture-of-experts layers count tokens per expert
+        # with them (transformers 5: ``histc``). Not ``no_arithmetic``: that class is for
+        # comparisons and tests only (``bucketize`` finds a position by comparisons alone).
+        "histc",
+        "bincount",
         "nll_loss",
         "nll_loss_forward",
         "nll_loss_backward",

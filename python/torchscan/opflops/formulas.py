@@ -257,6 +257,67 @@ def _addmm_activation(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any
     return 2 * rows * inner * int(args[2].shape[-1])
 
 
+def _group_sizes(offs: Any, extent: int) -> list[int]:
+    """Sizes of the groups ``offs`` cuts a dimension of ``extent`` into, as the kernel slices it.
+
+    ``offs`` holds the cumulative end of each group (group ``g`` is ``[offs[g - 1], offs[g])``,
+    the first starting at 0; cumulative counts, never negative). The kernel slices the dimension
+    with these bounds, so each is clamped to ``extent`` and a group whose end is before its start
+    is empty: positions past the last offset belong to no group and are not computed. Reads the
+    values of ``offs``: one small integer tensor, one value per group (a device-to-host copy
+    where it lives on an accelerator).
+    """
+    sizes = []
+    start = 0
+    for end in offs.tolist():
+        low, high = min(max(start, 0), extent), min(max(int(end), 0), extent)
+        sizes.append(max(high - low, 0))
+        start = int(end)
+    return sizes
+
+
+def _grouped_mm(args: tuple[Any, ...], kwargs: Mapping[str, Any], out: Any) -> int:
+    """``aten::_grouped_mm(self, mat2, offs=None, bias=None, out_dtype=None)``: one matmul a group.
+
+    2 x the sum over groups of ``m_g x k_g x n_g``, whatever the layout (``torch.nn.functional.
+    grouped_mm``; the mixture-of-experts layers of transformers 5 run it, one group per expert):
+
+    - 3D x 3D, ``(G, m, k) @ (G, k, n)``, no ``offs``: a batched matmul, ``2 x G x m x k x n``;
+    - 2D x 3D, ``(M, k) @ (G, k, n)``: ``offs`` cuts the rows of ``self`` into ``G`` groups, group
+      ``g`` times ``mat2[g]`` (the experts' forward: tokens sorted by expert);
+    - 3D x 2D, ``(G, m, k) @ (k, N)``: ``offs`` cuts the columns of ``mat2``, ``self[g]`` times
+      group ``g``;
+    - 2D x 2D, ``(m, K) @ (K, n)`` to ``(G, m, n)``: ``offs`` cuts the contraction dimension, one
+      matmul per group (the experts' weight gradient).
+
+    Where ``offs`` is given its values are read (see ``_group_sizes``): rows, columns or
+    contraction positions past the last offset are not computed and not counted. A bias (not
+    supported by PyTorch yet) would be an add, not counted.
+    """
+    mat_a = _argument(args, kwargs, 0, "self")
+    mat_b = _argument(args, kwargs, 1, "mat2")
+    a_2d, b_2d = mat_a.dim() == 2, mat_b.dim() == 2
+    if not a_2d and not b_2d:
+        groups, rows, inner = (int(size) for size in mat_a.shape)
+        return 2 * groups * rows * inner * int(mat_b.shape[-1])
+    offs = args[2] if len(args) > 2 else kwargs.get("offs")
+    if offs is None:
+        raise ValueError("aten::_grouped_mm with a 2-D operand needs offs")
+    if a_2d and not b_2d:
+        rows, inner = (int(size) for size in mat_a.shape)
+        grouped = sum(_group_sizes(offs, rows))
+        return 2 * grouped * inner * int(mat_b.shape[-1])
+    if b_2d and not a_2d:
+        _, rows, inner = (int(size) for size in mat_a.shape)
+        grouped = sum(_group_sizes(offs, int(mat_b.shape[1])))
+        return 2 * rows * inner * grouped
+    # Both operands are sliced along the contraction dimension: a call that ran has groups that
+    # fit both, so the shorter bounds them.
+    contraction = min(int(mat_a.shape[1]), int(mat_b.shape[0]))
+    grouped = sum(_group_sizes(offs, contraction))
+    return 2 * int(mat_a.shape[0]) * grouped * int(mat_b.shape[1])
+
+
 def _convolution_backward(
     grad_out_shape: Any,
     x_shape: Any,
@@ -321,6 +382,7 @@ _KERNELS: dict[Any, RawFormula] = {
     aten.addr: _addr,
     aten.addbmm: _addbmm,
     aten._addmm_activation: _addmm_activation,
+    aten._grouped_mm: _grouped_mm,
 }
 
 
