@@ -43,6 +43,8 @@ def test_raw_totals_equal_key_averages() -> None:
         # Both from the same nanosecond records: equal up to float rounding.
         assert total_us == pytest.approx(expected.cpu_time_total, rel=1e-9, abs=1e-6), name
         assert self_us == pytest.approx(expected.self_cpu_time_total, rel=1e-9, abs=1e-6), name
-    assert totals["aten::sum"][0] == averages["aten::sum"].count < sum(
-        event.name() == "aten::sum" for event in profiler.profiler.kineto_results.events()
+    assert (
+        totals["aten::sum"][0]
+        == averages["aten::sum"].count
+        < sum(event.name() == "aten::sum" for event in profiler.profiler.kineto_results.events())
     )
