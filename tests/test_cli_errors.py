@@ -199,7 +199,8 @@ def test_bad_options_are_one_line_usage_errors(
 def test_cuda_without_cuda_is_a_one_line_usage_error(bench: Path) -> None:
     result = measure(bench, "workload", "--device", "cuda")
     assert one_line_error(result) == (
-        COMMAND + "device 'cuda' was requested but no CUDA device is available"
+        COMMAND + "device 'cuda' was requested but no CUDA device is available (no GPU, or a "
+        "CPU-only PyTorch build); pass device='cpu'"
     )
 
 

@@ -295,10 +295,10 @@ def _metrics_of(arguments: argparse.Namespace) -> list[str] | None:
 
 def _check_workload_options(arguments: argparse.Namespace) -> None:
     """The checks ``measure_workload`` makes, before the user's module is imported."""
+    from ._devices import resolve_device
     from .errors import InvalidArgumentError
     from .workload import (
         _check_budget,
-        _check_device,
         _check_metrics,
         _check_profiler_calls,
         _check_work,
@@ -309,7 +309,7 @@ def _check_workload_options(arguments: argparse.Namespace) -> None:
         _check_work(arguments.work_units, arguments.work_unit)
         _check_budget(arguments.min_time, _max_time(arguments), 1, 0.0)
         _check_profiler_calls(arguments.profiler_calls)
-        _check_device(arguments.device)
+        resolve_device(arguments.device)
     except InvalidArgumentError as error:
         raise UsageError(_one_line(str(error))) from None
 

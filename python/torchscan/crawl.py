@@ -15,6 +15,7 @@ from typing import IO, Any
 
 from . import _claims, _core, _metrics
 from ._arguments import check_integer
+from ._devices import resolve_device
 from ._input_errors import explain_forward_error
 from ._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, dtype_name, freeze, iter_tensors
 from .context import capture_context, class_name, current_flags, qualified_type_name
@@ -74,6 +75,7 @@ def _check_model(model: Any) -> None:
 
 
 def _resolve_device(model: Any, device: Any) -> Any:
+    """The device of the analysis: ``device`` (any type torch knows), or the model's."""
     import torch
 
     tensor = next(model.parameters(), None)
@@ -81,20 +83,7 @@ def _resolve_device(model: Any, device: Any) -> Any:
         tensor = next(model.buffers(), None)
     if device is None:
         return tensor.device if tensor is not None else torch.device("cpu")
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise InvalidArgumentError(
-            f"device {device!r} is not a torch device; pass 'cpu', 'cuda', 'cuda:0', ..."
-        ) from error
-    if resolved.type == "cuda" and not torch.cuda.is_available():
-        raise InvalidArgumentError(
-            f"device {device!r} was requested but no CUDA device is available; use device='cpu'"
-        )
-    if resolved.type == "mps" and not torch.backends.mps.is_available():
-        raise InvalidArgumentError(
-            f"device {device!r} was requested but MPS is not available; use device='cpu'"
-        )
+    resolved = resolve_device(device, supported=None)
     if tensor is not None and tensor.device.type != "meta" and tensor.device.type != resolved.type:
         raise InvalidArgumentError(
             f"the model is on {tensor.device} but device={device!r}; move the model first "

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _core
+from ._devices import resolve_device
 from .check import _tolerance, check_outputs
 from .compare import check_comparison_options, compare_benchmarks
 from .context import capture_context, current_flags
@@ -34,7 +35,6 @@ from .workload import (
     _add_timing,
     _assemble_report,
     _check_budget,
-    _check_device,
     _check_metrics,
     _check_profiler_calls,
     _check_rss_timeout,
@@ -181,7 +181,7 @@ def compare_workloads(
     """
     _check_callable("baseline", baseline)
     _check_callable("candidate", candidate)
-    resolved = _check_device(device)
+    resolved = resolve_device(device)
     selected = _check_metrics(metrics)
     _check_work(work_units, work_unit)
     budget = _check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)

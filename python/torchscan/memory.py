@@ -42,6 +42,7 @@ from ._compiled import (
     explain_fullgraph_error,
     without_dynamo,
 )
+from ._devices import resolve_device
 from ._metrics import complete, partial, unavailable
 from ._threads import OtherThreads, ThreadWatch, other_threads_reason, watch_diagnostics
 from .errors import InvalidArgumentError
@@ -115,46 +116,6 @@ class _Entry:
 
 
 # -- devices ----------------------------------------------------------------------------------
-
-
-def _resolve_device(device: Any) -> Any:
-    """``device`` as a ``torch.device`` this module can measure, or an ``InvalidArgumentError``."""
-    import torch
-
-    try:
-        resolved = torch.device(device)
-    except (TypeError, RuntimeError, ValueError) as error:
-        raise InvalidArgumentError(
-            f"device must be 'cpu', 'cuda', 'cuda:N' or 'mps' (a str or torch.device); got "
-            f"{device!r} ({error})"
-        ) from None
-    if resolved.type == "cpu":
-        return torch.device("cpu")
-    if resolved.type == "cuda":
-        if not torch.cuda.is_available():
-            raise InvalidArgumentError(
-                f"device {str(resolved)!r} is not available: torch.cuda.is_available() is False "
-                "(no CUDA device, or a CPU-only PyTorch build); pass device='cpu'"
-            )
-        index = resolved.index if resolved.index is not None else torch.cuda.current_device()
-        count = torch.cuda.device_count()
-        if not 0 <= index < count:
-            raise InvalidArgumentError(
-                f"device {str(resolved)!r} does not exist: this machine has {count} CUDA "
-                f"device{'s' if count != 1 else ''} (cuda:0 to cuda:{count - 1})"
-            )
-        return torch.device("cuda", index)
-    if resolved.type == "mps":
-        if not torch.backends.mps.is_available():
-            raise InvalidArgumentError(
-                "device 'mps' is not available: torch.backends.mps.is_available() is False; "
-                "pass device='cpu'"
-            )
-        return torch.device("mps")
-    raise InvalidArgumentError(
-        f"tensor memory is measured on cpu, cuda or mps; device type {resolved.type!r} is not "
-        "supported: pass device='cpu' or a CUDA device"
-    )
 
 
 # -- storages and reachability ----------------------------------------------------------------
@@ -420,7 +381,7 @@ class TensorMemoryTracker:
 
     def __init__(self, device: Any = "cpu", *, roots: Iterable[Any] | None = None) -> None:
         """Check the device; nothing is scanned or installed until the tracker is entered."""
-        self._device = _resolve_device(device)
+        self._device = resolve_device(device, what="tensor memory")
         self._roots: tuple[Any, ...] | None = tuple(roots) if roots is not None else None
         self._mode: Any = None
         self._entered = False

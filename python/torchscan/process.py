@@ -87,7 +87,7 @@ def measure_peak_memory(workload: Callable[[], object], *, device: Any) -> Proce
     ``NotImplementedError``. The workload's own exception propagates unchanged.
 
     """
-    from .memory import _resolve_device
+    from ._devices import resolve_device
     from .memory import measure_peak_memory as measure
 
     if not callable(workload):
@@ -95,7 +95,7 @@ def measure_peak_memory(workload: Callable[[], object], *, device: Any) -> Proce
             "workload must be a zero-argument callable (e.g. lambda: model(x)); got "
             f"{type(workload).__name__}"
         )
-    resolved = _resolve_device(device)
+    resolved = resolve_device(device, what="peak memory")
     reserved_before: int | None = None
     if resolved.type == "cuda":
         import torch

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import _arguments, _core, _metrics
+from ._devices import resolve_device
 from ._values import describe, iter_tensors
 from .context import capture_context, current_flags
 from .errors import IncompleteMeasurementError, InvalidArgumentError
@@ -65,33 +66,6 @@ _RSS_SCOPES = {
 _RSS_METHOD = "peak resident set size of a fresh child process running the workload"
 _NOISE_WARNING = 0.10
 _NOISE_HIGH = 0.25
-
-
-def _check_device(device: Any) -> Any:
-    import torch
-
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError) as error:
-        raise InvalidArgumentError(
-            f"device {device!r} is not a torch device; pass 'cpu', 'cuda', 'cuda:0' or 'mps'"
-        ) from error
-    if resolved.type == "cuda":
-        if not torch.cuda.is_available():
-            raise InvalidArgumentError(
-                f"device {device!r} was requested but no CUDA device is available"
-            )
-        index = resolved.index if resolved.index is not None else torch.cuda.current_device()
-        if index >= torch.cuda.device_count():
-            raise InvalidArgumentError(
-                f"device {device!r} does not exist: {torch.cuda.device_count()} CUDA device(s)"
-            )
-        return torch.device("cuda", index)
-    if resolved.type == "mps" and not torch.backends.mps.is_available():
-        raise InvalidArgumentError(f"device {device!r} was requested but MPS is not available")
-    if resolved.type not in ("cpu", "cuda", "mps"):
-        raise InvalidArgumentError(f"device {device!r} is not supported; use cpu, cuda or mps")
-    return resolved
 
 
 def _check_metrics(metrics: Iterable[str] | None) -> tuple[str, ...]:
@@ -569,7 +543,7 @@ def measure_workload(
         raise InvalidArgumentError(
             f"workload must be a zero-argument callable; got {type(workload).__name__}"
         )
-    resolved = _check_device(device)
+    resolved = resolve_device(device)
     selected = _check_metrics(metrics)
     _check_work(work_units, work_unit)
     budget = _check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
