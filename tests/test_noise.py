@@ -14,6 +14,13 @@ import torch
 
 import torchscan
 from torchscan import compare_workloads, measure_workload
+from torchscan._pipeline import (
+    Passes,
+    add_timing,
+    assemble_report,
+    raise_if_incomplete,
+    run_later_passes,
+)
 from torchscan.noise import (
     NOISE_METRICS,
     NoiseRecord,
@@ -23,13 +30,6 @@ from torchscan.noise import (
     noisy_machine_diagnostic,
 )
 from torchscan.timing import TimingBudget, run_timing
-from torchscan.workload import (
-    _add_timing,
-    _assemble_report,
-    _Passes,
-    _raise_if_incomplete,
-    _run_later_passes,
-)
 
 torch.set_num_threads(1)
 FAST = {"min_time_s": 0.05, "max_time_s": 0.5, "min_blocks": 5, "warmup_time_s": 0.01}
@@ -243,11 +243,11 @@ def test_a_phase_shorter_than_a_tick_and_other_platforms_are_unavailable(tmp_pat
 
 
 def _report_with(run: object, selected: tuple[str, ...] = ("latency",)) -> dict:  # type: ignore[type-arg]
-    passes = _Passes([])
-    _add_timing(passes, run, 1.0, "calls")  # type: ignore[arg-type]
-    _run_later_passes(passes, lambda: None, torch.device("cpu"), selected, 1, 10.0)
+    passes = Passes([])
+    add_timing(passes, run, 1.0, "calls")  # type: ignore[arg-type]
+    run_later_passes(passes, lambda: None, torch.device("cpu"), selected, 1, 10.0)
     return dict(
-        _assemble_report(
+        assemble_report(
             passes,
             name="fake",
             context=torchscan.context.capture_context(torch.device("cpu"), []),
@@ -302,11 +302,11 @@ def test_strict_never_raises_for_an_unavailable_noise_metric(tmp_path: Path) -> 
     report = _report_with(run)
     for key in ("machine_other_cpu_ratio", "cpu_steal_ratio", "cpu_frequency"):
         assert report["metrics"][key]["status"] == "unavailable"
-    _raise_if_incomplete(report, ("latency",))  # type: ignore[arg-type]
+    raise_if_incomplete(report, ("latency",))  # type: ignore[arg-type]
     # A timing metric made unavailable still raises: the check itself is on.
     report["metrics"]["latency"] = report["metrics"]["cpu_frequency"]
     with pytest.raises(torchscan.IncompleteMeasurementError):
-        _raise_if_incomplete(report, ("latency",))  # type: ignore[arg-type]
+        raise_if_incomplete(report, ("latency",))  # type: ignore[arg-type]
 
 
 def _assert_noise_section(report: dict) -> None:  # type: ignore[type-arg]

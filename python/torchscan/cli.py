@@ -296,19 +296,19 @@ def _metrics_of(arguments: argparse.Namespace) -> list[str] | None:
 def _check_workload_options(arguments: argparse.Namespace) -> None:
     """The checks ``measure_workload`` makes, before the user's module is imported."""
     from ._devices import resolve_device
-    from .errors import InvalidArgumentError
-    from .workload import (
-        _check_budget,
-        _check_metrics,
-        _check_profiler_calls,
-        _check_work,
+    from ._pipeline import (
+        check_budget,
+        check_metrics,
+        check_profiler_calls,
+        check_work,
     )
+    from .errors import InvalidArgumentError
 
     try:
-        _check_metrics(_metrics_of(arguments))
-        _check_work(arguments.work_units, arguments.work_unit)
-        _check_budget(arguments.min_time, _max_time(arguments), 1, 0.0)
-        _check_profiler_calls(arguments.profiler_calls)
+        check_metrics(_metrics_of(arguments))
+        check_work(arguments.work_units, arguments.work_unit)
+        check_budget(arguments.min_time, _max_time(arguments), 1, 0.0)
+        check_profiler_calls(arguments.profiler_calls)
         resolve_device(arguments.device)
     except InvalidArgumentError as error:
         raise UsageError(_one_line(str(error))) from None

@@ -18,6 +18,18 @@ from typing import Any
 
 from . import _core
 from ._devices import resolve_device
+from ._pipeline import (
+    Passes,
+    add_timing,
+    assemble_report,
+    check_budget,
+    check_metrics,
+    check_profiler_calls,
+    check_rss_timeout,
+    check_work,
+    ranked_dtypes,
+    run_later_passes,
+)
 from .check import _tolerance, check_outputs
 from .compare import check_comparison_options, compare_benchmarks
 from .context import capture_context, current_flags
@@ -30,18 +42,6 @@ from .timing import (
     synchronizer,
     timed_call,
     timer_overhead_s,
-)
-from .workload import (
-    _add_timing,
-    _assemble_report,
-    _check_budget,
-    _check_metrics,
-    _check_profiler_calls,
-    _check_rss_timeout,
-    _check_work,
-    _Passes,
-    _ranked_dtypes,
-    _run_later_passes,
 )
 
 __all__ = ["Experiment", "compare_workloads"]
@@ -182,11 +182,11 @@ def compare_workloads(
     _check_callable("baseline", baseline)
     _check_callable("candidate", candidate)
     resolved = resolve_device(device)
-    selected = _check_metrics(metrics)
-    _check_work(work_units, work_unit)
-    budget = _check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
-    _check_profiler_calls(profiler_calls)
-    _check_rss_timeout(rss_timeout_s)
+    selected = check_metrics(metrics)
+    check_work(work_units, work_unit)
+    budget = check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
+    check_profiler_calls(profiler_calls)
+    check_rss_timeout(rss_timeout_s)
     _tolerance("rtol", rtol)
     _tolerance("atol", atol)
     check_comparison_options(confidence_level, bootstrap_resamples, seed, min_effect)
@@ -211,7 +211,7 @@ def compare_workloads(
     del baseline_output, candidate_output
 
     sides = (baseline, candidate)
-    passes = [_Passes([]) for _ in sides]
+    passes = [Passes([]) for _ in sides]
     for side_passes, dtypes in zip(passes, output_dtypes, strict=True):
         side_passes.output_dtypes = dtypes
     if "latency" in selected:
@@ -225,12 +225,12 @@ def compare_workloads(
             until=_precise_enough(min_effect / 2, confidence_level),
         )
         for side_passes, run in zip(passes, runs, strict=True):
-            _add_timing(side_passes, run, float(work_units), work_unit)
+            add_timing(side_passes, run, float(work_units), work_unit)
     else:
         for side_passes in passes:
-            _add_timing(side_passes, None, float(work_units), work_unit)
+            add_timing(side_passes, None, float(work_units), work_unit)
     for side_passes, workload in zip(passes, sides, strict=True):
-        _run_later_passes(
+        run_later_passes(
             side_passes,
             workload,
             resolved,
@@ -246,11 +246,11 @@ def compare_workloads(
 
     # Each side its own dtypes: the precision each computed in (the change may be the point).
     contexts = [
-        capture_context(resolved, _ranked_dtypes(side_passes, inputs), flags=flags, ranked=True)
+        capture_context(resolved, ranked_dtypes(side_passes, inputs), flags=flags, ranked=True)
         for side_passes in passes
     ]
     baseline_report, candidate_report = (
-        _assemble_report(
+        assemble_report(
             side_passes,
             name=getattr(workload, "__qualname__", None),
             context=context,

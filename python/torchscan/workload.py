@@ -1,499 +1,37 @@
 """``measure_workload``: honest numbers for a callable that does the work of your application.
 
-Pass order (ARCHITECTURE section 5): timing, then the process-RSS child, then the profiler, then
-the dispatch-mode passes (operator FLOPs, tensor memory): while a dispatch mode is active,
-``torch.compile``d code runs eagerly (see ``_compiled``), so what is timed is the compiled code.
+The passes, their checks and the report they make are the benchmark pass pipeline
+(:mod:`torchscan._pipeline`), shared with ``compare_workloads``.
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _arguments, _core, _metrics
 from ._devices import resolve_device
-from ._values import describe, iter_tensors
-from .context import capture_context, current_flags
-from .errors import IncompleteMeasurementError, InvalidArgumentError
-from .noise import noise_metrics, noisy_machine_diagnostic, unavailable_noise_metrics
-from .profiling import not_requested_profiler, run_profiler
-from .reports import (
-    BenchmarkMetrics,
-    BenchmarkReport,
-    Context,
-    Diagnostic,
-    MetricResult,
-    OperatorFlops,
-    PassName,
-    ProfilerPass,
-    TimingEvidence,
-    TimingSettings,
-    ValueMeta,
+from ._pipeline import (
+    DEFAULT_METRICS,
+    METRICS,
+    Passes,
+    add_timing,
+    assemble_report,
+    check_budget,
+    check_metrics,
+    check_profiler_calls,
+    check_rss_timeout,
+    check_work,
+    raise_if_incomplete,
+    ranked_dtypes,
+    run_later_passes,
 )
-from .timing import TimingBudget, TimingRun, run_timing
+from .context import capture_context, current_flags
+from .errors import InvalidArgumentError
+from .reports import BenchmarkReport
+from .timing import run_timing
 
 __all__ = ["DEFAULT_METRICS", "METRICS", "measure_workload"]
-
-#: Every pass ``metrics=`` can select.
-METRICS = ("latency", "operator_flops", "tensor_memory", "process_rss", "profiler")
-#: The passes run when ``metrics`` is not given.
-DEFAULT_METRICS = ("latency", "operator_flops", "tensor_memory")
-
-_PASS_NAMES: tuple[PassName, ...] = (
-    "latency",
-    "operator_flops",
-    "tensor_memory",
-    "process_rss",
-    "profiler",
-)
-_WORK_UNIT = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
-NOT_REQUESTED = "not requested"
-_LATENCY_SCOPE = "per-call mean of each timed block; block averages, not request percentiles"
-_FIRST_CALL_SCOPE = "one call of the workload, timed alone, including all lazy work"
-_THROUGHPUT_SCOPE = "sustained over all timed blocks"
-_FLOPS_SCOPE = "operators dispatched by one call"
-_FLOPS_METHOD = (
-    "torch dispatch mode with per-operator FLOP formulas (FlopCounterMode conventions: "
-    "2 FLOPs per multiply-accumulate, the bias add not counted)"
-)
-_RSS_SCOPES = {
-    "process_rss_peak": "fresh child process: lifetime",
-    "process_rss_workload_peak": "fresh child process: workload calls",
-    "process_rss_baseline": "fresh child process: after imports and set-up",
-}
-_RSS_METHOD = "peak resident set size of a fresh child process running the workload"
-_NOISE_WARNING = 0.10
-_NOISE_HIGH = 0.25
-
-
-def _check_metrics(metrics: Iterable[str] | None) -> tuple[str, ...]:
-    if metrics is None:
-        return DEFAULT_METRICS
-    if isinstance(metrics, str):
-        metrics = [metrics]
-    chosen = list(dict.fromkeys(metrics))
-    unknown = [name for name in chosen if name not in METRICS]
-    if unknown or not chosen:
-        raise InvalidArgumentError(
-            f"metrics must be a non-empty selection of {', '.join(METRICS)}; "
-            f"got {unknown or chosen}"
-        )
-    return tuple(name for name in METRICS if name in chosen)
-
-
-def _input_metas(inputs: Any) -> list[ValueMeta]:
-    if inputs is None:
-        return []
-    if isinstance(inputs, (tuple, list)):
-        return [describe(item) for item in inputs]
-    return [describe(inputs)]
-
-
-def _timing_metrics(
-    run: TimingRun, work_units: float, work_unit: str
-) -> tuple[dict[str, MetricResult], list[Diagnostic]]:
-    latency_s, iqr_s, calls, timed_s = _core.block_timing(
-        run.block_durations_s, run.calls_per_block
-    )
-    blocks = len(run.block_durations_s)
-    method = (
-        f"median of per-call means of {blocks:,} timed blocks of {run.calls_per_block:,} calls "
-        "(time.perf_counter_ns; device synchronised at block edges)"
-    )
-    metrics = {
-        "first_call": _metrics.complete(
-            run.first_call_s,
-            "s",
-            _FIRST_CALL_SCOPE,
-            "wall clock (time.perf_counter_ns) around the first call, timed alone",
-        ),
-        "latency": _metrics.complete(latency_s, "s", _LATENCY_SCOPE, method),
-        "latency_iqr": _metrics.complete(
-            iqr_s,
-            "s",
-            "spread of per-call block means",
-            "interquartile range of per-call block means (linear interpolation)",
-        ),
-        "throughput": _metrics.complete(
-            work_units * calls / timed_s,
-            f"{work_unit}/s",
-            _THROUGHPUT_SCOPE,
-            "work_units x calls / timed seconds (sustained, all timed blocks)",
-        ),
-    }
-    diagnostics: list[Diagnostic] = []
-    ratio = iqr_s / latency_s if latency_s > 0 else 0.0
-    if ratio >= _NOISE_HIGH:
-        diagnostics.append(
-            {
-                "code": "high_timing_noise",
-                "severity": "warning",
-                "metric": "latency",
-                "message": (
-                    f"latency IQR is {ratio:.0%} of the median: differences below that are "
-                    "not meaningful on this machine; close other work or time longer"
-                ),
-            }
-        )
-    elif ratio >= _NOISE_WARNING:
-        diagnostics.append(
-            {
-                "code": "timing_noise",
-                "severity": "warning",
-                "metric": "latency",
-                "message": f"latency IQR is {ratio:.0%} of the median: timings are noisy",
-            }
-        )
-    if run.noise is not None:
-        noise = noise_metrics(run.noise)
-        metrics.update(noise)
-        noisy = noisy_machine_diagnostic(noise, run.noise.elapsed_s)
-        if noisy is not None:
-            diagnostics.append(noisy)
-    else:
-        metrics.update(unavailable_noise_metrics("the timing run recorded no noise readings"))
-    if run.stopped_by_max_time:
-        diagnostics.append(
-            {
-                "code": "few_blocks",
-                "severity": "warning",
-                "metric": "latency",
-                "message": (
-                    f"only {blocks} blocks fit in max_time_s; the latency statistics rest on "
-                    "fewer blocks than min_blocks asked for"
-                ),
-            }
-        )
-    return metrics, diagnostics
-
-
-def _unavailable_timing(work_unit: str) -> dict[str, MetricResult]:
-    return {
-        "first_call": _metrics.unavailable("s", _FIRST_CALL_SCOPE, "wall clock", NOT_REQUESTED),
-        "latency": _metrics.unavailable("s", _LATENCY_SCOPE, "block timing", NOT_REQUESTED),
-        "latency_iqr": _metrics.unavailable(
-            "s", "spread of per-call block means", "block timing", NOT_REQUESTED
-        ),
-        "throughput": _metrics.unavailable(
-            f"{work_unit}/s", _THROUGHPUT_SCOPE, "block timing", NOT_REQUESTED
-        ),
-        **unavailable_noise_metrics(NOT_REQUESTED),
-    }
-
-
-def _operator_flops_pass(
-    workload: Callable[[], Any],
-) -> tuple[OperatorFlops, list[Diagnostic], Any]:
-    """The section, its diagnostics and the counter (for the dtypes it saw)."""
-    from .flops import OperatorFlopCounter
-
-    counter = OperatorFlopCounter()
-    with counter:
-        workload()
-    return counter.operator_flops(scope=_FLOPS_SCOPE), counter.diagnostics(), counter
-
-
-def _memory_pass(
-    workload: Callable[[], Any], device: Any
-) -> tuple[MetricResult, MetricResult, list[Diagnostic], list[str]]:
-    from .memory import measure_peak_memory
-
-    report = measure_peak_memory(workload, device=str(device))
-    # On CPU the reserved-bytes metric is unavailable by nature ("unsupported on device" in its
-    # reason); repeating that as a diagnostic on every CPU report would only be noise.
-    diagnostics = [
-        diagnostic
-        for diagnostic in report["diagnostics"]
-        if not (device.type == "cpu" and diagnostic["code"] == "unsupported_on_device")
-    ]
-    return (
-        report["tensor_memory_peak"],
-        report["allocator_reserved_peak"],
-        diagnostics,
-        report["context"]["dtypes"],
-    )
-
-
-def _rss_pass(
-    workload: Any, device: Any, timeout_s: float
-) -> tuple[dict[str, MetricResult], list[Diagnostic]]:
-    import torch
-
-    from .child import measure_process_rss
-
-    result = measure_process_rss(
-        workload,
-        calls=1,
-        timeout_s=timeout_s,
-        device=str(device),
-        threads=int(torch.get_num_threads()),
-    )
-    return (
-        {
-            "process_rss_peak": result.lifetime_peak,
-            "process_rss_workload_peak": result.workload_peak,
-            "process_rss_baseline": result.baseline,
-        },
-        list(result.diagnostics),
-    )
-
-
-def _check_work(work_units: Any, work_unit: Any) -> None:
-    _arguments.check_real(
-        "work_units",
-        work_units,
-        minimum=_arguments.MIN_WORK_UNITS,
-        maximum=_arguments.MAX_WORK_UNITS,
-        meaning="units of work one call completes",
-    )
-    if not isinstance(work_unit, str) or not _WORK_UNIT.match(work_unit):
-        raise InvalidArgumentError(
-            "work_unit must be a name such as 'samples', 'tokens' or 'images' (a letter, then "
-            f"letters, digits, '_' or '-'); got {work_unit!r}"
-        )
-
-
-def _check_seconds(name: str, value: Any, *, zero_allowed: bool = False) -> float:
-    return _arguments.check_real(
-        name,
-        value,
-        minimum=0.0,
-        maximum=_arguments.MAX_SECONDS,
-        minimum_open=not zero_allowed,
-        meaning="seconds",
-    )
-
-
-def _check_budget(
-    min_time_s: float, max_time_s: float, min_blocks: int, warmup_time_s: float
-) -> TimingBudget:
-    minimum = _check_seconds("min_time_s", min_time_s)
-    maximum = _check_seconds("max_time_s", max_time_s)
-    if minimum > maximum:
-        raise InvalidArgumentError(
-            f"max_time_s must be >= min_time_s; got min_time_s={min_time_s!r} and "
-            f"max_time_s={max_time_s!r}"
-        )
-    _arguments.check_integer(
-        "min_blocks", min_blocks, minimum=1, maximum=_arguments.MAX_COUNT, meaning="timed blocks"
-    )
-    _check_seconds("warmup_time_s", warmup_time_s, zero_allowed=True)
-    return TimingBudget(min_time_s, max_time_s, min_blocks, warmup_time_s)
-
-
-def _check_profiler_calls(profiler_calls: Any) -> None:
-    _arguments.check_integer(
-        "profiler_calls",
-        profiler_calls,
-        minimum=1,
-        maximum=_arguments.MAX_COUNT,
-        meaning="calls of the profiler pass",
-    )
-
-
-def _check_rss_timeout(rss_timeout_s: Any) -> float:
-    return _check_seconds("rss_timeout_s", rss_timeout_s)
-
-
-def _timing_evidence(run: TimingRun) -> TimingEvidence:
-    return {
-        "first_call_s": run.first_call_s,
-        "warmup_calls": run.warmup_calls,
-        "calls_per_block": run.calls_per_block,
-        "block_durations_s": run.block_durations_s,
-        "block_starts_s": run.block_starts_s,
-        "timer_overhead_s": run.timer_overhead_s,
-    }
-
-
-class _Passes:
-    """The results of one workload's passes, gathered before the report is assembled."""
-
-    def __init__(self, diagnostics: list[Diagnostic]) -> None:
-        self.diagnostics = diagnostics
-        self.values: dict[str, MetricResult] = {}
-        self.timing: TimingEvidence | None = None
-        self.profiler: ProfilerPass = not_requested_profiler()
-        self.operator_flops: OperatorFlops | None = None
-        # The dtypes counted operators computed in, largest FLOP share first; all others seen.
-        self.flop_dtypes: list[Any] = []
-        self.dtypes: list[Any] = []
-        # The floating dtypes of the first call's output (the precision the result came in).
-        self.output_dtypes: list[Any] = []
-
-
-def _add_timing(passes: _Passes, run: TimingRun | None, work_units: float, work_unit: str) -> None:
-    """Record a timing run, or the timing metrics as not requested when ``run`` is ``None``."""
-    if run is None:
-        passes.values.update(_unavailable_timing(work_unit))
-        return
-    timed, found = _timing_metrics(run, work_units, work_unit)
-    passes.output_dtypes = passes.output_dtypes or list(run.output_dtypes)
-    passes.values.update(timed)
-    passes.diagnostics.extend(found)
-    passes.timing = _timing_evidence(run)
-
-
-def _run_later_passes(
-    passes: _Passes,
-    workload: Callable[[], Any],
-    device: Any,
-    selected: tuple[str, ...],
-    profiler_calls: int,
-    rss_timeout_s: float,
-    *,
-    profiler_time_s: float | None = None,
-    profiler_budget: str | None = None,
-) -> None:
-    """The passes after timing, in order: process RSS, profiler, operator FLOPs, tensor memory.
-
-    The profiler pass runs at most ``profiler_calls`` calls within ``profiler_time_s`` seconds,
-    named ``profiler_budget`` in its diagnostic (see :func:`~torchscan.profiling.run_profiler`).
-    """
-    values = passes.values
-    if "process_rss" in selected:
-        rss, found = _rss_pass(workload, device, rss_timeout_s)
-        values.update(rss)
-        passes.diagnostics.extend(found)
-    else:
-        for key, scope in _RSS_SCOPES.items():
-            values[key] = _metrics.unavailable("B", scope, _RSS_METHOD, NOT_REQUESTED)
-
-    if "profiler" in selected:
-        passes.profiler, found = run_profiler(
-            workload, device, profiler_calls, profiler_time_s, profiler_budget
-        )
-        passes.diagnostics.extend(found)
-
-    if "operator_flops" in selected:
-        passes.operator_flops, found, counter = _operator_flops_pass(workload)
-        values["operator_flops"] = passes.operator_flops["total"]
-        passes.diagnostics.extend(found)
-        passes.flop_dtypes.extend(counter.flop_dtypes)
-        passes.dtypes.extend(counter.dtypes)
-    else:
-        values["operator_flops"] = _metrics.unavailable(
-            "FLOPs", _FLOPS_SCOPE, _FLOPS_METHOD, NOT_REQUESTED
-        )
-
-    if "tensor_memory" in selected:
-        peak, reserved, found, stored = _memory_pass(workload, device)
-        values["tensor_memory_peak"] = peak
-        values["allocator_reserved_peak"] = reserved
-        passes.diagnostics.extend(found)
-        passes.dtypes.extend(stored)
-    else:
-        values["tensor_memory_peak"] = _metrics.unavailable(
-            "B", "PyTorch tensor memory", "tensor memory pass", NOT_REQUESTED
-        )
-        values["allocator_reserved_peak"] = _metrics.unavailable(
-            "B", "accelerator allocator reserved bytes", "allocator statistics", NOT_REQUESTED
-        )
-
-
-def _assemble_report(
-    passes: _Passes,
-    *,
-    name: str | None,
-    context: Context,
-    selected: tuple[str, ...],
-    budget: TimingBudget,
-    inputs: Any,
-    work_units: float,
-    work_unit: str,
-) -> BenchmarkReport:
-    values = passes.values
-    settings: TimingSettings = {
-        "passes": [pass_name for pass_name in _PASS_NAMES if pass_name in selected],
-        "min_time_s": float(budget.min_time_s),
-        "max_time_s": float(budget.max_time_s),
-        "min_blocks": int(budget.min_blocks),
-        "warmup_time_s": float(budget.warmup_time_s),
-        "max_timer_overhead_ratio": budget.max_timer_overhead_ratio,
-    }
-    metrics_section: BenchmarkMetrics = {
-        "first_call": values["first_call"],
-        "latency": values["latency"],
-        "latency_iqr": values["latency_iqr"],
-        "throughput": values["throughput"],
-        "operator_flops": values["operator_flops"],
-        "tensor_memory_peak": values["tensor_memory_peak"],
-        "allocator_reserved_peak": values["allocator_reserved_peak"],
-        "process_rss_peak": values["process_rss_peak"],
-        "process_rss_workload_peak": values["process_rss_workload_peak"],
-        "process_rss_baseline": values["process_rss_baseline"],
-        "machine_other_cpu_ratio": values["machine_other_cpu_ratio"],
-        "cpu_steal_ratio": values["cpu_steal_ratio"],
-        "involuntary_context_switches": values["involuntary_context_switches"],
-        "cpu_frequency": values["cpu_frequency"],
-    }
-    return {
-        "schema_version": 1,
-        "kind": "benchmark",
-        "context": context,
-        "diagnostics": passes.diagnostics,
-        "workload": {
-            "name": name,
-            "work_units": float(work_units),
-            "work_unit": work_unit,
-            "inputs": _input_metas(inputs),
-        },
-        "settings": settings,
-        "timing": passes.timing,
-        "metrics": metrics_section,
-        "operator_flops": passes.operator_flops,
-        "profiler": passes.profiler,
-    }
-
-
-def _input_dtypes(inputs: Any) -> list[Any]:
-    return [t.dtype for t in iter_tensors(inputs) if t.is_floating_point()]
-
-
-def _ranked_dtypes(passes: _Passes, inputs: Any) -> list[str]:
-    """The dtypes of a benchmark's context: the main precision first, then the others by name.
-
-    The dtypes counted operators computed in come first, largest FLOP share first. Without an
-    operator FLOPs pass (latency alone), the floating dtypes of the first call's output come
-    first, by name: the precision the result came in. The other dtypes the passes saw and those
-    of ``inputs=`` follow, by name.
-    """
-    from ._values import dtype_name
-
-    first = [dtype_name(dtype) for dtype in passes.flop_dtypes]
-    if not first:
-        first = sorted({dtype_name(dtype) for dtype in passes.output_dtypes})
-    others = {dtype_name(dtype) for dtype in passes.dtypes}
-    others.update(dtype_name(dtype) for dtype in passes.output_dtypes)
-    others.update(dtype_name(dtype) for dtype in _input_dtypes(inputs))
-    return first + sorted(others - set(first))
-
-
-def _raise_if_incomplete(report: BenchmarkReport, selected: tuple[str, ...]) -> None:
-    metrics_section = report["metrics"]
-    profiler = report["profiler"]
-    requested = {
-        "latency": ("first_call", "latency", "latency_iqr", "throughput"),
-        "operator_flops": ("operator_flops",),
-        "tensor_memory": ("tensor_memory_peak",),
-        "process_rss": (
-            "process_rss_peak",
-            "process_rss_workload_peak",
-            "process_rss_baseline",
-        ),
-    }
-    incomplete = [
-        (name, str(metrics_section[name]["status"]))  # type: ignore[literal-required]
-        for pass_name in selected
-        for name in requested.get(pass_name, ())
-        if metrics_section[name]["status"] != "complete"  # type: ignore[literal-required]
-    ]
-    if "profiler" in selected and profiler["status"] != "complete":
-        incomplete.append(("profiler", str(profiler["status"])))
-    if incomplete:
-        raise IncompleteMeasurementError(report, incomplete)
 
 
 def measure_workload(
@@ -520,9 +58,10 @@ def measure_workload(
     (throughput is in ``<work_unit>/s``). ``metrics`` selects passes among ``latency`` (first
     call, warmed latency, throughput), ``operator_flops``, ``tensor_memory``, ``process_rss``
     (a fresh child process; needs an importable workload) and ``profiler`` (a separate
-    instrumented pass of ``profiler_calls`` calls, fewer when the next call would end past
-    ``max_time_s`` seconds of profiled calls: at least one runs, the report records both counts
-    and a ``profiler_failed`` warning says how many fit); the default is the first three. The timing
+    instrumented pass of ``profiler_calls`` calls, fewer when the pass, reading its events
+    included, would end past ``max_time_s`` seconds: at least one runs, the report records both
+    counts and a ``profiler_failed`` warning says how many fit); the default is the first three.
+    The timing
     budget (``min_time_s``, ``max_time_s``, ``min_blocks``, ``warmup_time_s``) is recorded in the
     report. The latency pass also records the machine's noise during the timed blocks (other
     processes' share of the CPU time, CPU steal, the timing thread's involuntary context switches,
@@ -544,17 +83,17 @@ def measure_workload(
             f"workload must be a zero-argument callable; got {type(workload).__name__}"
         )
     resolved = resolve_device(device)
-    selected = _check_metrics(metrics)
-    _check_work(work_units, work_unit)
-    budget = _check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
-    _check_profiler_calls(profiler_calls)
-    _check_rss_timeout(rss_timeout_s)
+    selected = check_metrics(metrics)
+    check_work(work_units, work_unit)
+    budget = check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
+    check_profiler_calls(profiler_calls)
+    check_rss_timeout(rss_timeout_s)
 
     flags = current_flags()
-    passes = _Passes([])
+    passes = Passes([])
     run = run_timing(workload, resolved, budget) if "latency" in selected else None
-    _add_timing(passes, run, float(work_units), work_unit)
-    _run_later_passes(
+    add_timing(passes, run, float(work_units), work_unit)
+    run_later_passes(
         passes,
         workload,
         resolved,
@@ -563,10 +102,10 @@ def measure_workload(
         rss_timeout_s,
         profiler_time_s=budget.max_time_s,
     )
-    report = _assemble_report(
+    report = assemble_report(
         passes,
         name=getattr(workload, "__qualname__", None),
-        context=capture_context(resolved, _ranked_dtypes(passes, inputs), flags=flags, ranked=True),
+        context=capture_context(resolved, ranked_dtypes(passes, inputs), flags=flags, ranked=True),
         selected=selected,
         budget=budget,
         inputs=inputs,
@@ -579,5 +118,5 @@ def measure_workload(
         sys.stdout.write(format_summary(report))
         sys.stdout.flush()
     if strict:
-        _raise_if_incomplete(report, selected)
+        raise_if_incomplete(report, selected)
     return report
