@@ -7,8 +7,6 @@ __all__ = [
     "READABLE_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
     "CallRecorder",
-    "CoreCompareError",
-    "CoreValidationError",
     "DispatchRecorder",
     "FieldTracker",
     "ModuleForward",
@@ -42,12 +40,6 @@ __all__ = [
 __version__: str
 SCHEMA_VERSION: int
 READABLE_SCHEMA_VERSIONS: list[int]
-
-class CoreValidationError(Exception):
-    """A report failed validation; ``args[0]`` is a list of ``(path, message)`` pairs."""
-
-class CoreCompareError(Exception):
-    """Two valid reports cannot be compared; ``args[0]`` is the reason, for people."""
 
 def validate_report_json(text: str) -> str: ...
 def format_summary_json(

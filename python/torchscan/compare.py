@@ -53,13 +53,7 @@ def compare_reports(before: ReportInput, after: ReportInput) -> ReportDiff:
     """
     before_text = _side_json("before", before)
     after_text = _side_json("after", after)
-    try:
-        text = _core.compare_reports_json(before_text, after_text)
-    except _core.CoreValidationError as error:
-        problems = [(str(path), str(message)) for path, message in error.args[0]]
-        raise ReportValidationError(problems) from None
-    except _core.CoreCompareError as error:
-        raise ReportComparisonError(str(error.args[0])) from None
+    text = _core.compare_reports_json(before_text, after_text)
     return cast(ReportDiff, json.loads(text))
 
 
@@ -131,21 +125,14 @@ def compare_benchmarks(
     check_comparison_options(confidence_level, bootstrap_resamples, seed, min_effect)
     sides = [_side_json("baseline", baseline), _side_json("candidate", candidate)]
     check_text = _side_json("check", check) if check is not None else None
-    try:
-        text = _core.compare_benchmarks_json(
-            sides[0],
-            sides[1],
-            check_text,
-            confidence_level,
-            bootstrap_resamples,
-            seed,
-            min_effect,
-            bool(paired),
-        )
-    except _core.CoreValidationError as error:
-        raise ReportValidationError(
-            [(str(path), str(message)) for path, message in error.args[0]]
-        ) from None
-    except _core.CoreCompareError as error:
-        raise ReportComparisonError(str(error.args[0])) from None
+    text = _core.compare_benchmarks_json(
+        sides[0],
+        sides[1],
+        check_text,
+        confidence_level,
+        bootstrap_resamples,
+        seed,
+        min_effect,
+        bool(paired),
+    )
     return cast(BenchmarkComparison, json.loads(text))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from . import _core
-from .errors import ReportValidationError
 from .validation import ReportInput, report_json
 
 __all__ = ["render_report"]
@@ -17,9 +16,4 @@ def render_report(report: ReportInput) -> str:
     :class:`ReportValidationError` when the report is invalid.
     """
     text = report_json(report)
-    try:
-        return _core.render_report_json(text)
-    except _core.CoreValidationError as error:
-        raise ReportValidationError(
-            [(str(path), str(message)) for path, message in error.args[0]]
-        ) from None
+    return _core.render_report_json(text)

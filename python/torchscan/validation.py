@@ -195,10 +195,6 @@ def report_json(report: ReportInput) -> str:
     )
 
 
-def _problems(error: _core.CoreValidationError) -> list[tuple[str, str]]:
-    return [(str(path), str(message)) for path, message in error.args[0]]
-
-
 def validate_report(report: ReportInput) -> str:
     """Check ``report`` against schema version 1 and every invariant; return its ``kind``.
 
@@ -207,10 +203,7 @@ def validate_report(report: ReportInput) -> str:
     path. The verdict is the one ``torchscan-report validate`` gives for the same JSON.
     """
     text = report_json(report)
-    try:
-        return _core.validate_report_json(text)
-    except _core.CoreValidationError as error:
-        raise ReportValidationError(_problems(error)) from None
+    return _core.validate_report_json(text)
 
 
 def format_summary(
@@ -239,7 +232,4 @@ def format_summary(
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be True or False, got {flag!r}")
     text = report_json(report)
-    try:
-        return _core.format_summary_json(text, max_depth, receptive_field, effective_rf_stats)
-    except _core.CoreValidationError as error:
-        raise ReportValidationError(_problems(error)) from None
+    return _core.format_summary_json(text, max_depth, receptive_field, effective_rf_stats)

@@ -3,64 +3,63 @@
 use std::io;
 use std::path::Path;
 
-use pyo3::exceptions::{PyException, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use torchscan_core::bench_compare::BenchCompareFailure;
 use torchscan_core::stats::StatsError;
 use torchscan_core::{CompareFailure, Problem, RenderFailure};
 
-pyo3::create_exception!(
-    _core,
-    CoreValidationError,
-    PyException,
-    "A report failed validation; args[0] is a list of (path, message) pairs."
-);
+/// The exception types of `torchscan.errors` that core failures become.
+const ERRORS_MODULE: &str = "torchscan.errors";
 
-pyo3::create_exception!(
-    _core,
-    CoreCompareError,
-    PyException,
-    "Two valid reports cannot be compared; args[0] is the reason, for people."
-);
-
-/// Adds the exception types to the module.
-pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add(
-        "CoreValidationError",
-        module.py().get_type::<CoreValidationError>(),
-    )?;
-    module.add(
-        "CoreCompareError",
-        module.py().get_type::<CoreCompareError>(),
-    )
+/// `torchscan.errors.<name>(argument)`, raised; an `ImportError` if the package is broken.
+fn torchscan_error<'py, A>(py: Python<'py>, name: &str, argument: A) -> PyErr
+where
+    A: IntoPyObject<'py>,
+{
+    let made = py
+        .import(ERRORS_MODULE)
+        .and_then(|module| module.getattr(name))
+        .and_then(|kind| kind.call1((argument,)));
+    match made {
+        Ok(error) => PyErr::from_value(error),
+        Err(error) => error,
+    }
 }
 
-/// Problems found in a report, as `CoreValidationError([(path, message), ...])`.
+/// Nothing to register: the exceptions are torchscan's own (`torchscan.errors`).
+pub fn register(_module: &Bound<'_, PyModule>) -> PyResult<()> {
+    Ok(())
+}
+
+/// Problems found in a report, as `torchscan.errors.ReportValidationError([(path, message), ...])`.
 pub fn validation_error(py: Python<'_>, problems: Vec<Problem>) -> PyErr {
     let pairs: Vec<(String, String)> = problems
         .into_iter()
         .map(|problem| (problem.path, problem.message))
         .collect();
     match PyList::new(py, pairs) {
-        Ok(list) => CoreValidationError::new_err((list.unbind(),)),
+        Ok(list) => torchscan_error(py, "ReportValidationError", list),
         Err(error) => error,
     }
 }
 
-/// A comparison that gave no diff: invalid input as `CoreValidationError` (paths prefixed
-/// `before:` or `after:`), a refused comparison as `CoreCompareError(message)`, and a diff that
-/// fails validation (a bug) as `RuntimeError`.
+/// A comparison that gave no diff: invalid input as `ReportValidationError` (paths prefixed
+/// `before:` or `after:`), a refused comparison as `ReportComparisonError(reason)`, and a diff
+/// that fails validation (a bug) as `RuntimeError`.
 pub fn compare_error(py: Python<'_>, failure: CompareFailure) -> PyErr {
     match failure {
         CompareFailure::Invalid { .. } => validation_error(py, failure.problems()),
-        CompareFailure::Refused(error) => CoreCompareError::new_err(error.to_string()),
+        CompareFailure::Refused(error) => {
+            torchscan_error(py, "ReportComparisonError", error.to_string())
+        }
         CompareFailure::Internal(_) => PyRuntimeError::new_err(failure.to_string()),
     }
 }
 
-/// A page that was not rendered: invalid input as `CoreValidationError`, a rendering error (a bug)
-/// as `RuntimeError`.
+/// A page that was not rendered: invalid input as `ReportValidationError`, a rendering error (a
+/// bug) as `RuntimeError`.
 pub fn render_error(py: Python<'_>, failure: RenderFailure) -> PyErr {
     match failure {
         RenderFailure::Invalid(problems) => validation_error(py, problems),
@@ -68,12 +67,14 @@ pub fn render_error(py: Python<'_>, failure: RenderFailure) -> PyErr {
     }
 }
 
-/// A benchmark comparison that was not made: invalid input as `CoreValidationError`, a refusal
-/// as `CoreCompareError`, an invalid result (a bug) as `RuntimeError`.
+/// A benchmark comparison that was not made: invalid input as `ReportValidationError`, a refusal
+/// as `ReportComparisonError`, an invalid result (a bug) as `RuntimeError`.
 pub fn bench_compare_error(py: Python<'_>, failure: BenchCompareFailure) -> PyErr {
     match failure {
         BenchCompareFailure::Invalid(problems) => validation_error(py, problems),
-        BenchCompareFailure::Refused(error) => CoreCompareError::new_err(error.to_string()),
+        BenchCompareFailure::Refused(error) => {
+            torchscan_error(py, "ReportComparisonError", error.to_string())
+        }
         BenchCompareFailure::Internal(problems) => PyRuntimeError::new_err(format!(
             "torchscan produced an invalid comparison (a bug): {}",
             problems
