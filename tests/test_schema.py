@@ -10,7 +10,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 import jsonschema
 import pytest
 
-from torchscan import _core, reports
+from torchscan import reports
 
 from .conftest import ROOT, valid_fixtures
 
@@ -176,10 +176,6 @@ def test_report_union_lists_every_kind() -> None:
         "benchmark_comparison",
         "report_diff",
     }
-
-
-def test_checked_in_schema_is_what_the_core_generates() -> None:
-    assert _core.json_schema() == SCHEMA_FILE.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("path", valid_fixtures(), ids=lambda p: p.name)

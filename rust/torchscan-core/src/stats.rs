@@ -464,7 +464,60 @@ mod tests {
         prop::collection::vec(-1.0e9..1.0e9_f64, 1..200)
     }
 
+    /// Python's `statistics.quantiles(data, n=n, method="inclusive")`, written independently:
+    /// the `n - 1` cut points, each interpolated between two order statistics.
+    fn inclusive_cut_points(values: &[f64], n: usize) -> Vec<f64> {
+        let mut data = values.to_vec();
+        data.sort_by(f64::total_cmp);
+        let m = data.len() - 1;
+        (1..n)
+            .map(|i| {
+                let (j, delta) = (i * m / n, i * m % n);
+                let next = data.get(j + 1).copied().unwrap_or(data[j]);
+                (data[j] * (n - delta) as f64 + next * delta as f64) / n as f64
+            })
+            .collect()
+    }
+
+    fn close(left: f64, right: f64) -> bool {
+        (left - right).abs() <= 1e-9 * left.abs().max(right.abs()).max(1.0)
+    }
+
     proptest! {
+        #[test]
+        fn quantiles_match_the_inclusive_cut_points(
+            values in prop::collection::vec(-1.0e6..1.0e6_f64, 2..300),
+            n in 2usize..21,
+        ) {
+            for (i, expected) in inclusive_cut_points(&values, n).into_iter().enumerate() {
+                let q = (i + 1) as f64 / n as f64;
+                let ours = quantile(&values, q)?;
+                prop_assert!(close(ours, expected), "q={} ours={} expected={}", q, ours, expected);
+            }
+            let [q1, q2, q3] = quartiles(&values)?;
+            let expected = inclusive_cut_points(&values, 4);
+            prop_assert!(close(q1, expected[0]) && close(q2, expected[1]) && close(q3, expected[2]));
+            prop_assert!(close(iqr(&values)?, expected[2] - expected[0]));
+        }
+
+        #[test]
+        fn median_mean_min_max_match_their_definitions(values in sample()) {
+            let mut sorted = values.clone();
+            sorted.sort_by(f64::total_cmp);
+            let middle = sorted.len() / 2;
+            let expected = if sorted.len() % 2 == 1 {
+                sorted[middle]
+            } else {
+                (sorted[middle - 1] + sorted[middle]) / 2.0
+            };
+            prop_assert!(close(median(&values)?, expected));
+            // Sums of values of either sign cancel: the error is relative to the largest value.
+            let sum: f64 = values.iter().sum();
+            let scale = values.iter().fold(1.0_f64, |acc, value| acc.max(value.abs()));
+            prop_assert!((mean(&values)? - sum / values.len() as f64).abs() <= 1e-9 * scale);
+            prop_assert_eq!(min(&values)?, sorted[0]);
+            prop_assert_eq!(max(&values)?, sorted[sorted.len() - 1]);
+        }
         #[test]
         fn order_holds(values in sample()) {
             let s = summarize(&values).expect("finite sample");

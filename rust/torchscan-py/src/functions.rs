@@ -90,12 +90,6 @@ fn compare_benchmarks_json(
     outcome.map_err(|failure| bench_compare_error(py, failure))
 }
 
-/// The JSON Schema of report schema version 1, as text.
-#[pyfunction]
-fn json_schema() -> String {
-    torchscan_core::json_schema_text()
-}
-
 /// Each operator exclusion class's name with the reason reports give it, for example
 /// `("allocation", "excluded by convention: allocation")`.
 #[pyfunction]
@@ -104,50 +98,6 @@ fn exclusion_reasons() -> Vec<(&'static str, &'static str)> {
         .iter()
         .map(|class| (class.as_str(), class.reason()))
         .collect()
-}
-
-/// Median (linear interpolation between order statistics, numpy's default).
-#[pyfunction]
-fn median(values: Vec<f64>) -> PyResult<f64> {
-    stats::median(&values).map_err(stats_error)
-}
-
-/// The `q`-quantile, `q` in [0, 1] (linear interpolation between order statistics).
-#[pyfunction]
-fn quantile(values: Vec<f64>, q: f64) -> PyResult<f64> {
-    stats::quantile(&values, q).map_err(stats_error)
-}
-
-/// First quartile, median and third quartile.
-#[pyfunction]
-fn quartiles(values: Vec<f64>) -> PyResult<(f64, f64, f64)> {
-    stats::quartiles(&values)
-        .map(|[q1, q2, q3]| (q1, q2, q3))
-        .map_err(stats_error)
-}
-
-/// Interquartile range.
-#[pyfunction]
-fn iqr(values: Vec<f64>) -> PyResult<f64> {
-    stats::iqr(&values).map_err(stats_error)
-}
-
-/// Arithmetic mean.
-#[pyfunction]
-fn mean(values: Vec<f64>) -> PyResult<f64> {
-    stats::mean(&values).map_err(stats_error)
-}
-
-/// Smallest value.
-#[pyfunction]
-fn min(values: Vec<f64>) -> PyResult<f64> {
-    stats::min(&values).map_err(stats_error)
-}
-
-/// Largest value.
-#[pyfunction]
-fn max(values: Vec<f64>) -> PyResult<f64> {
-    stats::max(&values).map_err(stats_error)
 }
 
 /// Median absolute deviation from the median (unscaled).
@@ -181,15 +131,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(compare_reports_json, module)?)?;
     module.add_function(wrap_pyfunction!(compare_benchmarks_json, module)?)?;
     module.add_function(wrap_pyfunction!(render_report_json, module)?)?;
-    module.add_function(wrap_pyfunction!(json_schema, module)?)?;
     module.add_function(wrap_pyfunction!(exclusion_reasons, module)?)?;
-    module.add_function(wrap_pyfunction!(median, module)?)?;
-    module.add_function(wrap_pyfunction!(quantile, module)?)?;
-    module.add_function(wrap_pyfunction!(quartiles, module)?)?;
-    module.add_function(wrap_pyfunction!(iqr, module)?)?;
-    module.add_function(wrap_pyfunction!(mean, module)?)?;
-    module.add_function(wrap_pyfunction!(min, module)?)?;
-    module.add_function(wrap_pyfunction!(max, module)?)?;
     module.add_function(wrap_pyfunction!(median_absolute_deviation, module)?)?;
     module.add_function(wrap_pyfunction!(block_timing, module)?)?;
     module.add_function(wrap_pyfunction!(cli_main, module)?)?;
