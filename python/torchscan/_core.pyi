@@ -20,10 +20,12 @@ __all__ = [
     "compare_reports_json",
     "exclusion_reasons",
     "format_summary_json",
+    "is_valid_work_unit",
     "median_absolute_deviation",
     "read_file",
     "render_report_json",
     "shape_elements",
+    "throughput",
     "validate_report_json",
     "walk_storage",
     "write_file",
@@ -46,6 +48,10 @@ def median_absolute_deviation(values: list[float]) -> float: ...
 def block_timing(
     block_durations_s: list[float], calls_per_block: int
 ) -> tuple[float, float, int, float]: ...
+def throughput(
+    block_durations_s: list[float], calls_per_block: int, work_units: float, work_unit: str
+) -> tuple[float, str]: ...
+def is_valid_work_unit(name: str) -> bool: ...
 def cli_main(argv: list[str]) -> int: ...
 def write_file(path: str | os.PathLike[str], data: bytes) -> None: ...
 def read_file(path: str | os.PathLike[str], max_bytes: int = 1073741824) -> bytes: ...

@@ -9,7 +9,6 @@ dispatch-mode passes (operator FLOPs, tensor memory): while a dispatch mode is a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -61,7 +60,6 @@ _PASS_NAMES: tuple[PassName, ...] = (
     "process_rss",
     "profiler",
 )
-_WORK_UNIT = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 NOT_REQUESTED = "not requested"
 _LATENCY_SCOPE = "per-call mean of each timed block; block averages, not request percentiles"
 _FIRST_CALL_SCOPE = "one call of the workload, timed alone, including all lazy work"
@@ -107,7 +105,7 @@ def _input_metas(inputs: Any) -> list[ValueMeta]:
 def _timing_metrics(
     run: TimingRun, work_units: float, work_unit: str
 ) -> tuple[dict[str, MetricResult], list[Diagnostic]]:
-    latency_s, iqr_s, calls, timed_s = _core.block_timing(
+    latency_s, iqr_s, _, _ = _core.block_timing(
         run.block_durations_s, run.calls_per_block
     )
     blocks = len(run.block_durations_s)
@@ -130,8 +128,7 @@ def _timing_metrics(
             "interquartile range of per-call block means (linear interpolation)",
         ),
         "throughput": _metrics.complete(
-            work_units * calls / timed_s,
-            f"{work_unit}/s",
+            *_core.throughput(run.block_durations_s, run.calls_per_block, work_units, work_unit),
             _THROUGHPUT_SCOPE,
             "work_units x calls / timed seconds (sustained, all timed blocks)",
         ),
@@ -190,7 +187,10 @@ def _unavailable_timing(work_unit: str) -> dict[str, MetricResult]:
             "s", "spread of per-call block means", "block timing", NOT_REQUESTED
         ),
         "throughput": _metrics.unavailable(
-            f"{work_unit}/s", _THROUGHPUT_SCOPE, "block timing", NOT_REQUESTED
+            f"{work_unit}/s",  # checked by check_work: the core's rule
+            _THROUGHPUT_SCOPE,
+            "block timing",
+            NOT_REQUESTED,
         ),
         **unavailable_noise_metrics(NOT_REQUESTED),
     }
@@ -261,7 +261,7 @@ def check_work(work_units: Any, work_unit: Any) -> None:
         maximum=_arguments.MAX_WORK_UNITS,
         meaning="units of work one call completes",
     )
-    if not isinstance(work_unit, str) or not _WORK_UNIT.match(work_unit):
+    if not isinstance(work_unit, str) or not _core.is_valid_work_unit(work_unit):
         raise InvalidArgumentError(
             "work_unit must be a name such as 'samples', 'tokens' or 'images' (a letter, then "
             f"letters, digits, '_' or '-'); got {work_unit!r}"

@@ -669,7 +669,7 @@ pub fn compare_benchmarks_with(
             operator: None,
         });
     }
-    let throughput_unit = format!("{}/s", base_work.work_unit);
+    let throughput_unit = crate::schema::common::throughput_unit(&base_work.work_unit);
     let names: [(&str, &MetricResult, &MetricResult); 6] = [
         (
             "latency",

@@ -255,6 +255,18 @@ pub fn block_timing(
     })
 }
 
+impl BlockTiming {
+    /// Sustained throughput of `work_units` per call over every timed block: work units per
+    /// second (`work_units x calls / timed seconds`); 0 when nothing was timed.
+    pub fn throughput(&self, work_units: f64) -> f64 {
+        if self.timed_s > 0.0 {
+            work_units * self.calls as f64 / self.timed_s
+        } else {
+            0.0
+        }
+    }
+}
+
 /// The natural logarithm of the gamma function for `x > 0` (Lanczos approximation, g = 7,
 /// 9 terms; relative error below 1e-13 over the arguments used here).
 fn ln_gamma(x: f64) -> f64 {

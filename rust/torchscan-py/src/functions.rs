@@ -1,13 +1,15 @@
 //! The functions of `torchscan._core`.
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use torchscan_core::schema::common::throughput_unit;
 use torchscan_core::stats;
 
 use crate::errors::{
     bench_compare_error, compare_error, render_error, stats_error, validation_error,
 };
 
-/// Validates report JSON text; returns the report's kind or raises `CoreValidationError`.
+/// Validates report JSON text; returns the report's kind or raises `torchscan.errors.ReportValidationError`.
 #[pyfunction]
 fn validate_report_json(py: Python<'_>, text: &str) -> PyResult<String> {
     let outcome = py.detach(|| torchscan_core::read_report(text));
@@ -16,7 +18,7 @@ fn validate_report_json(py: Python<'_>, text: &str) -> PyResult<String> {
         .map_err(|problems| validation_error(py, problems))
 }
 
-/// The text summary of report JSON text; raises `CoreValidationError` when invalid.
+/// The text summary of report JSON text; raises `ReportValidationError` when invalid.
 /// `max_depth` hides analysis layers nested deeper than that; `receptive_field` and
 /// `effective_rf_stats` add the layers' receptive field, and effective stride and padding.
 #[pyfunction]
@@ -41,15 +43,15 @@ fn format_summary_json(
 
 /// Compares two analysis reports given as JSON text; returns the `report_diff` report as JSON text.
 ///
-/// Raises `CoreValidationError` when either input is invalid (paths prefixed `before:` or `after:`)
-/// and `CoreCompareError` when the reports cannot be compared.
+/// Raises `ReportValidationError` when either input is invalid (paths prefixed `before:` or `after:`)
+/// and `ReportComparisonError` when the reports cannot be compared.
 #[pyfunction]
 fn compare_reports_json(py: Python<'_>, before: &str, after: &str) -> PyResult<String> {
     let outcome = py.detach(|| torchscan_core::compare_reports_json(before, after));
     outcome.map_err(|failure| compare_error(py, failure))
 }
 
-/// The self-contained HTML page of report JSON text; raises `CoreValidationError` when invalid.
+/// The self-contained HTML page of report JSON text; raises `ReportValidationError` when invalid.
 #[pyfunction]
 fn render_report_json(py: Python<'_>, text: &str) -> PyResult<String> {
     let outcome = py.detach(|| torchscan_core::render_report_json(text));
@@ -117,6 +119,32 @@ fn block_timing(
         .map_err(stats_error)
 }
 
+/// The throughput of timed blocks and its unit, as the validator recomputes them:
+/// `(work_units x calls / timed seconds, "<work_unit>/s")`. `ValueError` for a `work_unit` that
+/// is not a valid name (see [`is_valid_work_unit`]).
+#[pyfunction]
+fn throughput(
+    block_durations_s: Vec<f64>,
+    calls_per_block: u64,
+    work_units: f64,
+    work_unit: &str,
+) -> PyResult<(f64, String)> {
+    if !is_valid_work_unit(work_unit) {
+        return Err(PyValueError::new_err(format!(
+            "work unit {work_unit:?} is not a name (a letter, then letters, digits, '_' or '-')"
+        )));
+    }
+    let timing = stats::block_timing(&block_durations_s, calls_per_block).map_err(stats_error)?;
+    Ok((timing.throughput(work_units), throughput_unit(work_unit)))
+}
+
+/// Whether `name` may be used as a work unit (`samples`, `tokens`, ...): the rule reports are
+/// validated with.
+#[pyfunction]
+fn is_valid_work_unit(name: &str) -> bool {
+    torchscan_core::schema::common::is_valid_work_unit(name)
+}
+
 /// Runs the `torchscan-report` command line with `argv` (program name first); returns the exit code.
 /// Ctrl-C acts as on the binary (see `files::with_default_sigint`).
 #[pyfunction]
@@ -134,6 +162,8 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(exclusion_reasons, module)?)?;
     module.add_function(wrap_pyfunction!(median_absolute_deviation, module)?)?;
     module.add_function(wrap_pyfunction!(block_timing, module)?)?;
+    module.add_function(wrap_pyfunction!(throughput, module)?)?;
+    module.add_function(wrap_pyfunction!(is_valid_work_unit, module)?)?;
     module.add_function(wrap_pyfunction!(cli_main, module)?)?;
     Ok(())
 }

@@ -248,6 +248,11 @@ pub fn is_valid_work_unit(name: &str) -> bool {
         && name.len() <= 64
 }
 
+/// The unit of a throughput in `work_unit`s: `<work_unit>/s`.
+pub fn throughput_unit(work_unit: &str) -> String {
+    format!("{work_unit}/s")
+}
+
 /// Whether `unit` is one of [`FIXED_UNITS`] or a throughput unit `<work_unit>/s`.
 pub fn is_known_unit(unit: &str) -> bool {
     FIXED_UNITS.contains(&unit) || unit.strip_suffix("/s").is_some_and(is_valid_work_unit)

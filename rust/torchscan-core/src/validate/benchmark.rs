@@ -6,7 +6,7 @@ use super::{RECOMPUTE_RELATIVE_TOLERANCE, approx_equal};
 use crate::schema::benchmark::{
     BenchmarkMetrics, BenchmarkReport, PassName, ProfilerPass, TimingEvidence, TimingSettings,
 };
-use crate::schema::common::{MetricResult, MetricStatus, is_valid_work_unit};
+use crate::schema::common::{MetricResult, MetricStatus, is_valid_work_unit, throughput_unit};
 use crate::schema::peak_memory::PeakMemoryReport;
 use crate::stats;
 use std::collections::BTreeSet;
@@ -218,7 +218,7 @@ pub(super) fn check_benchmark(c: &mut Checker, report: &BenchmarkReport) {
         check_timing(c, timing);
     }
     let metrics = &report.metrics;
-    let throughput_unit = format!("{}/s", workload.work_unit);
+    let throughput_unit = throughput_unit(&workload.work_unit);
     c.at("metrics", |c| {
         for (key, metric, unit) in [
             ("first_call", &metrics.first_call, "s"),
@@ -260,7 +260,7 @@ pub(super) fn check_benchmark(c: &mut Checker, report: &BenchmarkReport) {
                 {
                     check_recomputed(c, "latency", &metrics.latency, recomputed.latency_s, "the median of per-call block means");
                     check_recomputed(c, "latency_iqr", &metrics.latency_iqr, recomputed.latency_iqr_s, "the IQR of per-call block means");
-                    let throughput = workload.work_units * recomputed.calls as f64 / recomputed.timed_s;
+                    let throughput = recomputed.throughput(workload.work_units);
                     check_recomputed(c, "throughput", &metrics.throughput, throughput, "work_units x calls / timed seconds");
                 }
             }
