@@ -105,9 +105,7 @@ def _input_metas(inputs: Any) -> list[ValueMeta]:
 def _timing_metrics(
     run: TimingRun, work_units: float, work_unit: str
 ) -> tuple[dict[str, MetricResult], list[Diagnostic]]:
-    latency_s, iqr_s, _, _ = _core.block_timing(
-        run.block_durations_s, run.calls_per_block
-    )
+    latency_s, iqr_s, _, _ = _core.block_timing(run.block_durations_s, run.calls_per_block)
     blocks = len(run.block_durations_s)
     method = (
         f"median of per-call means of {blocks:,} timed blocks of {run.calls_per_block:,} calls "
