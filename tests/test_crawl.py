@@ -821,9 +821,9 @@ def test_the_analysis_mode_leaves_nothing_behind() -> None:
     import gc
     import weakref
 
-    from torchscan import crawl as crawl_internals
+    from torchscan.crawl import call_recorder, dispatch_recorder
 
-    counter = crawl_internals._crawl_counter(crawl_internals._Recorder([], []))
+    counter = dispatch_recorder._crawl_counter(call_recorder._Recorder([], []))
     with counter:
         mode = counter._mode
         assert "__torch_dispatch__" in vars(mode)  # the compiled path, set on the instance
@@ -842,10 +842,10 @@ def test_a_recorder_left_wrapped_is_collected_with_its_model() -> None:
     import gc
     import weakref
 
-    from torchscan import crawl as crawl_internals
+    from torchscan.crawl import call_recorder
 
     model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
-    recorder = crawl_internals._Recorder(crawl_internals._all_named_modules(model), [])
+    recorder = call_recorder._Recorder(call_recorder._all_named_modules(model), [])
     recorder.__enter__()  # never closed: each module's forward refers back to the module
     assert type(model[0].__dict__["forward"]).__name__ == "ModuleForward"
     model(torch.ones(1, 2))
@@ -937,8 +937,8 @@ def test_receptive_field_does_not_leak_to_a_tensor_at_a_reused_address() -> None
 
 
 def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> None:
-    from torchscan import crawl as crawl_internals
     from torchscan._values import freeze, iter_tensors
+    from torchscan.crawl import receptive_fields
 
     conv, pool = nn.Conv2d(3, 4, 3), nn.MaxPool2d(2)
     x = torch.randn(1, 3, 12, 12)
@@ -957,7 +957,7 @@ def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> N
     empty = Entry(EXCLUDED, "aten::empty", torch.ops.aten.empty.memory_format)
     born = [empty, None, EXCLUDED, 0, None, None, 0, y.dim(), id(y)]
     for births in ([], [born]):
-        tracker = torchscan._core.FieldTracker(crawl_internals._module_kind, iter_tensors)
+        tracker = torchscan._core.FieldTracker(receptive_fields._module_kind, iter_tensors)
         tracker.seed(id(x), x.dim())
         tracker.replay([first, *births, second])
         assert first.receptive_field is not None and second.receptive_field is not None
@@ -1152,7 +1152,7 @@ def test_the_compiled_path_stays_on_through_decompositions() -> None:
 
 
 def test_the_module_walk_lists_what_pytorch_lists() -> None:
-    from torchscan.crawl import _all_named_modules
+    from torchscan.crawl.call_recorder import _all_named_modules
 
     shared = nn.Linear(2, 2)
 
@@ -1303,7 +1303,7 @@ def test_direct_bindings_reach_their_own_overload_and_skip_function_modes() -> N
 
 def test_compiled_shape_elements_count_as_the_python_reference() -> None:
     from torchscan import _core
-    from torchscan import crawl as crawl_internals
+    from torchscan.crawl import dispatch_recorder
 
     size = torch.Size
     logged = [
@@ -1314,12 +1314,12 @@ def test_compiled_shape_elements_count_as_the_python_reference() -> None:
         [],
     ]
     for values in logged:
-        assert _core.shape_elements(values, size) == crawl_internals._shape_elements(values)
+        assert _core.shape_elements(values, size) == dispatch_recorder._shape_elements(values)
     assert _core.shape_elements(logged, size) == 6 + 5 + 7 + 9 + 0 + 8
     # Beyond 128 bits the compiled count gives way; Python's integers are exact.
     huge = [size([2**64, 2**64, 2])]
     assert _core.shape_elements(huge, size) is None
-    assert crawl_internals._shape_elements(huge) == 2**129
+    assert dispatch_recorder._shape_elements(huge) == 2**129
 
 
 def test_a_failing_shape_formula_leaves_its_operator_uncounted_and_says_why() -> None:
@@ -1366,12 +1366,12 @@ def test_a_call_left_open_is_assembled_as_unfinished() -> None:
     # A call whose forward never reported back (a hook that misbehaved) has no inputs or output:
     # its estimates are partial and say so, its parent's too, and it gets no receptive field.
     from torchscan import _core
-    from torchscan import crawl as crawl_internals
     from torchscan._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, iter_tensors
+    from torchscan.crawl import assembly, call_recorder, receptive_fields
 
     model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
-    named = crawl_internals._all_named_modules(model)
-    recorder = crawl_internals._Recorder(named, [])
+    named = call_recorder._all_named_modules(model)
+    recorder = call_recorder._Recorder(named, [])
     x = torch.randn(1, 2)
     recorder.core.enter(0)  # the Sequential
     recorder.core.enter(1)  # its Linear, never closed
@@ -1382,11 +1382,11 @@ def test_a_call_left_open_is_assembled_as_unfinished() -> None:
         True,
         recorder.log,
         [(id(x), x.dim())],
-        crawl_internals._operator_pass(),
+        assembly._operator_pass(),
         own_counts,
-        (crawl_internals._module_kind, iter_tensors),
+        (receptive_fields._module_kind, iter_tensors),
         {"describe": describe, "dtype_names": _DTYPE_NAMES, "device_names": _DEVICE_NAMES},
-        crawl_internals._TEXTS,
+        assembly._TEXTS,
     )
     root, linear = layers
     assert (root["path"], linear["path"]) == ("", "0")

@@ -31,7 +31,7 @@ struct Tallies {
     index: HashMap<usize, usize>,
 }
 
-/// Logs the lean operator calls of one analysed forward (`torchscan.crawl`'s dispatch mode).
+/// Logs the lean operator calls of one analysed forward (`torchscan.crawl.dispatch_recorder`'s dispatch mode).
 ///
 /// Called as the mode's `__torch_dispatch__(func, types, args, kwargs)` through a bound method.
 /// A lean call appends to `log` the list

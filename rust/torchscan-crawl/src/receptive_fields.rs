@@ -1,6 +1,6 @@
 //! Receptive fields of an analysed forward, replayed from its log by compiled code.
 //!
-//! `crawl_module` logs every module call and operator of its forward (see `torchscan.crawl`).
+//! `crawl_module` logs every module call and operator of its forward (see `torchscan.crawl.dispatch_recorder`).
 //! Once the forward is over, [`FieldTracker`] carries each tensor's receptive field, effective
 //! stride and leading padding along that log, keyed by tensor identity, and gives every module
 //! call its `receptive_field` section. Only the field step of a module comes from Python (the
@@ -29,7 +29,7 @@ const NOT_A_CHAIN: &str = "the output is not produced by a chain of tracked laye
 const NOT_FROM_INPUT: &str = "the input does not come from the model input through tracked layers";
 const TRANSPOSED: &str = "transposed convolutions are not tracked";
 
-/// Positions in an operator's log record (`torchscan.crawl`'s `_OP_*`).
+/// Positions in an operator's log record (`torchscan.crawl.dispatch_recorder`'s `_OP_*`).
 const OP_FIRST_COUNT: usize = 6;
 const OP_SHAPED_OUT: usize = 7;
 const OP_OUT_IDS: usize = 8;

@@ -1,0 +1,315 @@
+"""One analysis, end to end: the forward, then the report.
+
+The report is assembled from what the forward recorded (``_core.assemble``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import warnings
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .. import _claims, _core, _metrics
+from .._input_errors import explain_forward_error
+from .._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, dtype_name, iter_tensors
+from ..context import capture_context, class_name, current_flags, qualified_type_name
+from ..errors import IncompleteAnalysisError, InvalidArgumentError
+from ..flops import _MODULE_SCOPE as _PATH_SCOPE
+from ..flops import FLOPS_METHOD
+from ..reports import (
+    AnalysisReport,
+    AnalysisTotals,
+    Diagnostic,
+    InputSource,
+    Layer,
+    MetricResult,
+    ModelInputs,
+    OperatorFlops,
+)
+from .call_recorder import _all_named_modules, _Recorder
+from .dispatch_recorder import _crawl_counter, _shape_elements
+from .inputs import _check_model, _make_inputs
+from .receptive_fields import _module_kind
+from .storage import _totals_storage
+
+MODES = ("full", "structure")
+
+
+NOT_REQUESTED = "not requested"
+
+
+_MODULE_SCOPE = "module estimates of one evaluation forward (batch as given)"
+
+
+_MODULE_METHOD = (
+    "per-module formulas of leaf modules; modules with children add their children and the "
+    "operators they run themselves"
+)
+
+
+# The scopes and methods ``_core.assemble`` gives module estimates and module paths' FLOPs.
+_TEXTS = {
+    "module_scope": _MODULE_SCOPE,
+    "module_method": _MODULE_METHOD,
+    "path_scope": _PATH_SCOPE,
+    "path_method": FLOPS_METHOD,
+}
+
+
+@functools.cache
+def _operator_pass() -> dict[str, Any]:
+    """How ``_core.assemble`` reads the forward's operator records (see ``_OP_*``)."""
+    import torch
+
+    from ..opflops.mode import COUNTED, DEFERRED, UNCOUNTED
+
+    return {
+        "counted": COUNTED,
+        "deferred": DEFERRED,
+        "uncounted": UNCOUNTED,
+        "size_type": torch.Size,
+        "shape_elements": _shape_elements,
+    }
+
+
+def _device_names(model_devices: Iterable[Any], inputs: Iterable[Any]) -> list[str]:
+    """The devices of the model's tensors and of the input tensors, by name, sorted."""
+    return sorted({str(device) for device in (*model_devices, *(t.device for t in inputs))})
+
+
+def _model_dtypes(parameter_dtypes: set[Any], inputs: Iterable[Any]) -> list[Any]:
+    dtypes = parameter_dtypes | {t.dtype for t in inputs if t.is_floating_point()}
+    return sorted(dtypes, key=dtype_name)
+
+
+def _structure_operator_flops() -> OperatorFlops:
+    return {
+        "total": _metrics.unavailable(
+            "FLOPs", "operators of one evaluation forward", "operator dispatch count", NOT_REQUESTED
+        ),
+        "counted": [],
+        "excluded": [],
+        "uncounted": [],
+        "modules": [],
+        "by_operator": {},
+        "by_module": {},
+        "ignored_operators": {},
+    }
+
+
+def _analyse(
+    model: Any,
+    input_shape: Any,
+    dtype: Any,
+    args: Any,
+    kwargs: Any,
+    device: Any,
+    mode: str,
+    caller: str,
+) -> AnalysisReport:
+    import torch
+
+    _check_model(model)
+    if mode not in MODES:
+        raise InvalidArgumentError(f"mode must be 'full' or 'structure', got {mode!r}")
+    positional, keywords, resolved_device = _make_inputs(
+        model, input_shape, dtype, args, kwargs, device
+    )
+    flags_before = current_flags()
+    # One walk of the module tree serves the hooks, the training flags and the storage totals.
+    named_modules = _all_named_modules(model)
+    recorder_modules = list({id(module): module for _, module in named_modules}.values())
+    training = [module.training for module in recorder_modules]
+    full = mode == "full"
+    all_inputs = iter_tensors((positional, keywords))
+    recorder = _Recorder(named_modules, [] if full else None)
+    counter = _crawl_counter(recorder) if full else None
+    # The modules are this analysis's until their state is restored; another analysis of any of
+    # them (another thread, or one started inside this forward) is refused before it changes a
+    # thing, and so is this one while another holds them.
+    with _claims.claimed(named_modules, caller):
+        try:
+            if any(training):
+                model.eval()
+            with torch.no_grad(), recorder, warnings.catch_warnings():
+                # With compiled modules the recorder falls back to process-wide hooks, about
+                # which torch.compile warns; they are the analysis's, not the user's.
+                warnings.filterwarnings(
+                    "ignore",
+                    message=r"Using `torch\.compile\(module\)` when there are global hooks",
+                )
+                if counter is None:
+                    model(*positional, **keywords)
+                else:
+                    with counter:
+                        model(*positional, **keywords)
+        except Exception as error:
+            # Only a generated float input reaching an index operation and an argument the
+            # forward needs are explained; any other exception propagates as it is.
+            explained = explain_forward_error(
+                error, model, positional, keywords, input_shape, caller
+            )
+            if explained is None:
+                raise
+            raise explained from error
+        finally:
+            for module, flag in zip(recorder_modules, training, strict=True):
+                if module.training is not flag:
+                    module.training = flag
+    # The forward is over: everything below works on what the hooks and the counter kept.
+    core = recorder.core
+    # Each module's own parameters and buffers and the storage totals, in one walk.
+    own, *walked = _core.walk_storage(named_modules)
+    layers, module_totals, by_module, module_diagnostics, tallies = _core.assemble(
+        core,
+        full,
+        recorder.log,
+        [(id(tensor), tensor.dim()) for tensor in iter_tensors(positional)],
+        _operator_pass(),
+        own,
+        (_module_kind, iter_tensors),
+        {"describe": describe, "dtype_names": _DTYPE_NAMES, "device_names": _DEVICE_NAMES},
+        _TEXTS,
+    )
+    if counter is not None:
+        counter.apply(tallies)
+        operator_flops = counter.report(by_module, class_name(model))
+        operator_diagnostics = counter.diagnostics()
+    else:
+        operator_flops, operator_diagnostics = _structure_operator_flops(), []
+    return _build_report(
+        model,
+        full,
+        named_modules,
+        walked,
+        layers,
+        module_totals,
+        "generated" if input_shape is not None else "provided",
+        positional,
+        keywords,
+        resolved_device,
+        all_inputs,
+        training[0] if training else False,
+        flags_before,
+        module_diagnostics,
+        operator_flops,
+        operator_diagnostics,
+    )
+
+
+def _build_report(
+    model: Any,
+    full: bool,
+    named_modules: list[tuple[str, Any]],
+    walked: Any,
+    layers: list[Layer],
+    module_totals: dict[str, MetricResult],
+    source: InputSource,
+    positional: tuple[Any, ...],
+    keywords: dict[str, Any],
+    device: Any,
+    inputs: list[Any],
+    training: bool,
+    flags: Any,
+    module_diagnostics: list[Diagnostic],
+    operator_flops: OperatorFlops,
+    operator_diagnostics: list[Diagnostic],
+) -> AnalysisReport:
+    storage, shared_tensors, shared_names, parameter_dtypes, model_devices = _totals_storage(walked)
+    dtypes = _model_dtypes(parameter_dtypes, inputs)
+    diagnostics: list[Diagnostic] = []
+    if shared_names:
+        diagnostics.append(
+            {
+                "code": "shared_tensors",
+                "severity": "info",
+                "metric": "parameters",
+                "message": (
+                    f"{len(shared_names)} shared tensor(s) (a tensor under more than one name, "
+                    "or tensors that overlap in one storage) were counted once, each storage "
+                    "element once: " + "; ".join(shared_names)
+                ),
+            }
+        )
+    diagnostics.extend(module_diagnostics)
+    diagnostics.extend(operator_diagnostics)
+    totals: AnalysisTotals = {
+        "parameters": storage["parameters"],
+        "trainable_parameters": storage["trainable_parameters"],
+        "frozen_parameters": storage["frozen_parameters"],
+        "parameter_bytes": storage["parameter_bytes"],
+        "buffer_elements": storage["buffer_elements"],
+        "buffer_bytes": storage["buffer_bytes"],
+        "shared_tensors": shared_tensors,
+        "module_flops": module_totals["module_flops"],
+        "operator_flops": operator_flops["total"].copy(),
+        "macs": module_totals["macs"],
+        "dmas": module_totals["dmas"],
+    }
+    model_inputs: ModelInputs = {
+        "source": source,
+        "args": [describe(value) for value in positional],
+        "kwargs": {name: describe(value) for name, value in keywords.items()},
+    }
+    report: AnalysisReport = {
+        "schema_version": 1,
+        "kind": "analysis",
+        "context": capture_context(
+            device,
+            dtypes,
+            model_type=qualified_type_name(model),
+            training_before=training,
+            flags=flags,
+            execution_mode="evaluation_no_grad",
+            devices=_device_names(model_devices, inputs),
+        ),
+        "diagnostics": diagnostics,
+        "mode": "full" if full else "structure",
+        "inputs": model_inputs,
+        "totals": totals,
+        "layers": layers,
+        "operator_flops": operator_flops,
+    }
+    return report
+
+
+def _strict_check(report: AnalysisReport) -> None:
+    if report["mode"] != "full":
+        return
+    totals = report["totals"]
+    requested = {
+        "module_flops": totals["module_flops"],
+        "macs": totals["macs"],
+        "dmas": totals["dmas"],
+        "operator_flops": totals["operator_flops"],
+    }
+    incomplete: list[tuple[str, str]] = [
+        (name, str(m["status"])) for name, m in requested.items() if m["status"] != "complete"
+    ]
+    if incomplete:
+        raise IncompleteAnalysisError(report, incomplete)
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Pause automatic garbage collection while an analysis runs, and resume it afterwards.
+
+    An analysis allocates a few container objects per module call and per operator, which keep
+    triggering collections; past the youngest generation each of them walks every object of the
+    process (PyTorch alone has hundreds of thousands). The analysis's objects are freed by
+    reference counting (the call tree is unlinked once the report is built), so nothing is left
+    for a collection to find. A collector the caller turned off stays off. ``gc.freeze`` would
+    do too, but telling whether the caller froze objects of their own (``gc.get_freeze_count``)
+    walks every frozen object.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -1,0 +1,73 @@
+"""A model's parameter and buffer totals, counted by storage (``_core.OwnStorage``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import _metrics
+from ..reports import (
+    MetricResult,
+)
+
+_STORAGE_SCOPE = "storage of unique {what} (storage, not peak memory)"
+
+
+_STORAGE_METHOD = (
+    "storage bytes covered by the tensors, each counted once (shared tensors and overlapping "
+    "views once)"
+)
+
+
+_COUNT_SCOPE = "elements of unique {what} of the model"
+
+
+_COUNT_METHOD = (
+    "storage elements covered by the tensors, each counted once (shared tensors and "
+    "overlapping views once)"
+)
+
+
+def _count(value: int, what: str) -> MetricResult:
+    """An element count among the totals: always complete, unit ``count``."""
+    return _metrics.complete(int(value), "count", _COUNT_SCOPE.format(what=what), _COUNT_METHOD)
+
+
+def _totals_storage(
+    walked: Any,
+) -> tuple[dict[str, MetricResult], int, list[str], set[Any], list[Any]]:
+    """Storage totals, shared names, the parameters' float dtypes and the tensors' devices.
+
+    ``walked`` holds the totals and ties ``_core.walk_storage`` found: every storage element
+    is counted once, so a tensor under two names, or views that overlap in one storage (a
+    transposed tie), count what they cover together, and disjoint views of one flat buffer
+    count in full.
+    """
+    totals, ties = walked
+    parameters, trainable, parameter_bytes, buffer_count, buffer_bytes, found, devices = totals
+    dtypes: set[Any] = set(found)
+    storage = {
+        "parameters": _count(parameters, "parameters"),
+        "trainable_parameters": _count(trainable, "parameters that require grad"),
+        "frozen_parameters": _count(parameters - trainable, "parameters that do not require grad"),
+        "parameter_bytes": _metrics.complete(
+            int(parameter_bytes),
+            "B",
+            _STORAGE_SCOPE.format(what="parameters"),
+            _STORAGE_METHOD,
+        ),
+        "buffer_elements": _count(buffer_count, "buffers"),
+        "buffer_bytes": _metrics.complete(
+            int(buffer_bytes), "B", _STORAGE_SCOPE.format(what="buffers"), _STORAGE_METHOD
+        ),
+    }
+    return storage, len(ties), [_describe_tie(*tie) for tie in ties], dtypes, devices
+
+
+def _describe_tie(names: list[str], tensors: int, elements: int, counted: int) -> str:
+    """One group of tensors counted once, for the ``shared_tensors`` diagnostic."""
+    if tensors == 1:
+        return " = ".join(names)
+    return (
+        f"{', '.join(names)} ({tensors} tensors overlapping in one storage: "
+        f"{elements:,} elements, {counted:,} counted)"
+    )
