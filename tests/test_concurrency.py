@@ -291,7 +291,25 @@ EXCLUSIVE = {"crawl_module", "structure", "summary"}
 SHARED = {"measure_flops_modules"}
 
 
+GAP_NOTE = "no operator ran on another thread while the watch of other threads ran, but it was"
+
+
+def without_gap_notes(report: Any) -> Any:
+    """``report`` without the note a watching pass adds when another pass ended meanwhile.
+
+    Passes on two threads share one profiler session: when one ends, the session is read and
+    started again, and the other pass says so (its gap of about a millisecond was not watched).
+    """
+    if not isinstance(report, dict) or "diagnostics" not in report:
+        return report
+    kept = [d for d in report["diagnostics"] if not str(d.get("message", "")).startswith(GAP_NOTE)]
+    if len(kept) == len(report["diagnostics"]):
+        return report
+    return {**report, "diagnostics": kept}
+
+
 def check_report(name: str, report: Any, reference: Any) -> None:
+    report = without_gap_notes(report)
     assert report == reference, f"{name}: the report differs from the call made alone"
     if name in ("crawl_module", "summary"):
         assert len(report["layers"]) == 1 + BLOCKS * 3 + 1
@@ -380,7 +398,7 @@ def test_models_sharing_a_submodule_collide_by_that_module() -> None:
         )
         for result, reference in zip(results, references, strict=True):
             if not isinstance(result, BaseException):
-                assert result == reference
+                assert without_gap_notes(result) == reference
         for state in states:
             state.assert_clean()
 
@@ -645,7 +663,7 @@ def test_analysis_inside_the_analysed_forward_is_refused(outer: str, inner: str)
             "analysing on this thread (this model is in use by it); an analysis cannot run "
             "inside the forward of the modules it analyses: call it before or after that analysis"
         )
-        assert report == reference
+        assert without_gap_notes(report) == reference
         model.armed = True
         state.assert_clean()
 
@@ -706,12 +724,12 @@ def test_nested_analysis_of_another_model_gives_consistent_numbers(outer: str, i
         nested.load_state_dict(direct.state_dict())
         state = State(nested)
         report = NESTED[outer](nested, x)
-        assert report == reference
+        assert without_gap_notes(report) == reference
         total = report["totals" if outer == "crawl_module" else "total"]
         assert (total["operator_flops"] if outer == "crawl_module" else total)["value"] == (
             2 * LINEAR_FLOPS
         )
-        assert nested.inner == alone_report
+        assert without_gap_notes(nested.inner) == alone_report
         state.assert_clean()
         other_state.assert_clean()
 

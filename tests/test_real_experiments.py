@@ -572,3 +572,121 @@ def test_fullgraph_code_says_why_it_fails_under_the_passes(
     notes = getattr(caught.value, "__notes__", [])
     assert len(notes) == 1
     assert "metrics=['latency']" in notes[0]
+
+
+# -- profiler sessions of the user's, and operators the dispatcher does not register ----------
+
+
+def test_torch_export_inside_a_pass_is_counted_not_a_crash() -> None:
+    # Export's tracing dispatches ``prim::device``, which the dispatcher does not register.
+    out = _survives(
+        """
+        import torch, torchscan
+        torch.manual_seed(0)
+        m = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
+        x = torch.randn(4, 64)
+        report = torchscan.measure_flops(lambda: torch.export.export(m, (x,)).module()(x))
+        peak = torchscan.measure_peak_memory(lambda: torch.export.export(m, (x,)))
+        total, status = report["total"], peak["tensor_memory_peak"]["status"]
+        print(total["status"], total["value"], status)
+        """
+    )
+    # The model's operators twice (2 x 4 x 64 x 64 + 2 x 4 x 64 x 8 each): export traces it once
+    # (on fake tensors), then the exported module runs; FlopCounterMode counts the same.
+    assert out.split() == ["complete", str(2 * (2 * 4 * 64 * 64 + 2 * 4 * 64 * 8)), "complete"]
+
+
+def test_the_profiler_pass_gives_way_to_the_users_profiler() -> None:
+    out = _survives(
+        """
+        import os, tempfile, torch, torchscan
+        m, x = torch.nn.Linear(64, 64), torch.randn(4, 64)
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        with torch.profiler.profile(activities=activities) as user:
+            report = torchscan.measure_workload(
+                lambda: m(x), metrics=["profiler"], print_summary=False, profiler_calls=3
+            )
+            m(x)
+        user.export_chrome_trace(os.path.join(tempfile.mkdtemp(), "trace.json"))
+        (warned,) = [d for d in report["diagnostics"] if d["code"] == "profiler_failed"]
+        print(report["profiler"]["status"], warned["severity"])
+        print(warned["message"])
+        """
+    )
+    status, message = out.split("\n", 1)
+    assert status == "unavailable warning"
+    assert message.startswith(
+        "the profiler pass did not run: a PyTorch profiler is active on this thread"
+    )
+
+
+def test_a_workload_that_profiles_itself_leaves_the_profiler_pass_unavailable() -> None:
+    out = _survives(
+        """
+        import torch, torchscan
+        m, x = torch.nn.Linear(64, 64), torch.randn(4, 64)
+        def step():
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+                m(x)
+        report = torchscan.measure_workload(
+            step, metrics=["profiler"], print_summary=False, profiler_calls=3
+        )
+        (warned,) = [d for d in report["diagnostics"] if d["code"] == "profiler_failed"]
+        print(report["profiler"]["status"], report["profiler"]["top_operators"])
+        print(warned["message"])
+        """
+    )
+    status, message = out.split("\n", 1)
+    assert status == "unavailable []"
+    assert "the workload started a PyTorch profiler, which took the session over" in message
+
+
+def test_a_session_started_through_torch_autograd_directly_is_left_alone() -> None:
+    out = _survives(
+        """
+        import threading, torch, torchscan
+        from torch.autograd import ProfilerActivity, ProfilerConfig, ProfilerState
+        m, x = torch.nn.Linear(64, 64), torch.randn(4, 64)
+        experimental = torch._C._profiler._ExperimentalConfig()
+        config = ProfilerConfig(
+            ProfilerState.KINETO, False, False, False, False, False, experimental
+        )
+        started, measured, counts = threading.Event(), threading.Event(), []
+        def other():
+            torch.autograd._prepare_profiler(config, {ProfilerActivity.CPU})
+            torch.autograd._enable_profiler(config, {ProfilerActivity.CPU})
+            started.set()
+            measured.wait(60)
+            m(x)
+            result = torch.autograd._disable_profiler()
+            counts.append(sum(e.name() == "aten::linear" for e in result.events()))
+        thread = threading.Thread(target=other)
+        thread.start()
+        started.wait(60)
+        report = torchscan.measure_flops(lambda: m(x))
+        measured.set()
+        thread.join(60)
+        print(counts, report["total"]["status"], report["diagnostics"][0]["code"])
+        """
+    )
+    assert out.split() == ["[1]", "complete", "note"]
+
+
+def test_a_pass_says_when_the_watch_was_restarted_while_it_ran(
+    model: nn.Module, x: torch.Tensor
+) -> None:
+    def with_a_shorter_pass_beside() -> None:
+        model(x)
+        # Another thread's pass starts and ends inside this one: the shared session is read and
+        # started again when it ends, a moment in which other threads are not watched.
+        _in_a_thread(lambda: measure_flops(lambda: model(x)))
+
+    report = measure_flops(with_a_shorter_pass_beside)
+    assert report["total"]["status"] == "complete"
+    assert report["total"]["value"] == 2 * LINEAR_FLOPS
+    (note,) = [d for d in report["diagnostics"] if d["code"] == "note"]
+    assert note["message"] == (
+        "no operator ran on another thread while the watch of other threads ran, but it was "
+        "read and started again 1 time while the pass ran (another pass ended), about a "
+        "millisecond each: operators other threads ran in those moments were not seen"
+    )

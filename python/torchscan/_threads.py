@@ -48,6 +48,8 @@ __all__ = [
     "ThreadWatch",
     "other_threads_diagnostic",
     "other_threads_reason",
+    "user_profiler_active",
+    "user_profiler_starts",
     "watch_diagnostics",
 ]
 
@@ -144,6 +146,9 @@ class OtherThreads:
     threads: int = 0
     #: The most frequent of those operators, ``(name, calls)``, most frequent first.
     operators: tuple[tuple[str, int], ...] = ()
+    #: Times the session was read and started again while the pass ran (another pass ended):
+    #: operators other threads ran in those moments were not seen.
+    gaps: int = 0
 
 
 class _Participant:
@@ -151,6 +156,7 @@ class _Participant:
         "active",
         "counts",
         "end_ns",
+        "gaps",
         "own_events",
         "reason",
         "seen",
@@ -167,6 +173,7 @@ class _Participant:
         self.active = active
         self.start_ns = time.time_ns()
         self.end_ns: int | None = None
+        self.gaps = 0
         self.counts: Counter[str] = Counter()
         self.threads: set[int] = set()
         self.own_events = 0
@@ -192,10 +199,9 @@ class _Session:
             import torch
 
             api: Any = torch.autograd  # the profiler's entry points, as torch.profiler uses them
-            if str(torch._C._autograd._profiler_type()) != "ActiveProfilerType.NONE":
-                return "a PyTorch profiler is active on this thread"
-            if _USER.session or getattr(torch.autograd.profiler, "_is_profiler_enabled", False):
-                return "a PyTorch profiler is prepared or recording in this process"
+            busy = user_profiler_active()
+            if busy is not None:
+                return busy
             experimental = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
             config = api.ProfilerConfig(
                 api.ProfilerState.KINETO, False, False, False, False, False, experimental
@@ -203,8 +209,8 @@ class _Session:
             activities = {api.ProfilerActivity.CPU}
             with _quiet_kineto():
                 # Prepared first, as torch.profiler does: enabling an unprepared session crashes.
-                api._prepare_profiler(config, activities)
-                api._enable_profiler(config, activities)
+                _profiler_function("_prepare_profiler")(config, activities)
+                _profiler_function("_enable_profiler")(config, activities)
         except Exception as error:  # an older PyTorch, or a profiler already running
             return f"the PyTorch profiler could not watch them ({type(error).__name__}: {error})"
         self.running = True
@@ -214,10 +220,7 @@ class _Session:
         """Stop the profiler: its events, or the reason they could not be read."""
         self.running = False
         try:
-            import torch
-
-            api: Any = torch.autograd
-            return list(api._disable_profiler().events())
+            return list(_profiler_function("_disable_profiler")().events())
         except Exception as error:
             return f"the PyTorch profiler failed ({type(error).__name__}: {error})"
 
@@ -273,9 +276,11 @@ class _Session:
             self.ended = []
             if self._watching():
                 reason = self._start()
-                if reason is not None:
-                    for each in self._watching():
+                for each in self._watching():
+                    if reason is not None:
                         each.reason = reason
+                    else:
+                        each.gaps += 1
 
     def yield_to_user(self) -> None:
         """A profiler of the user's is starting: stop the session first, so theirs runs alone.
@@ -310,6 +315,8 @@ class _UserProfilers:
     installed = False
     #: Whether a session of the user's is prepared or recording.
     session = False
+    #: How many times a session was prepared or started through the wrapped functions.
+    starts = 0
 
 
 _USER = _UserProfilers()
@@ -318,6 +325,7 @@ _INSTALL_LOCK = threading.Lock()
 
 def _user_session_starts() -> None:
     _USER.session = True
+    _USER.starts += 1
     _SESSION.yield_to_user()
     if _QUIET.depth:
         _record_functions(True)  # the user's profiler records this thread's operators again
@@ -336,20 +344,25 @@ def _watch_user_profilers() -> None:
     """
     if _USER.installed:
         return
-    module: Any = sys.modules.get("torch.autograd.profiler")
-    if module is None:
+    modules = [sys.modules.get(name) for name in ("torch.autograd", "torch.autograd.profiler")]
+    if modules[1] is None:
         return
     with _INSTALL_LOCK:
         if _USER.installed:
             return
-        for name, before, after in (
-            ("_prepare_profiler", _user_session_starts, None),
-            ("_enable_profiler", _user_session_starts, None),
-            ("_disable_profiler", None, _user_session_ends),
-        ):
-            original = getattr(module, name, None)
-            if original is not None:
-                setattr(module, name, _noting(original, before, after))
+        for module in modules:
+            for name, before, after in (
+                ("_prepare_profiler", _user_session_starts, None),
+                ("_enable_profiler", _user_session_starts, None),
+                ("_disable_profiler", None, _user_session_ends),
+            ):
+                original = getattr(module, name, None)
+                if original is None:
+                    continue
+                # The watch's own session calls PyTorch's functions, never the wrappers.
+                _ORIGINALS.setdefault(name, getattr(original, "__wrapped__", original))
+                if not getattr(original, "_torchscan_noting", False):
+                    setattr(module, name, _noting(original, before, after))
         _USER.installed = True
 
 
@@ -368,7 +381,36 @@ def _noting(
             if after is not None:
                 after()
 
+    call._torchscan_noting = True  # type: ignore[attr-defined]
     return call
+
+
+#: PyTorch's own session functions, as they were before any wrapping.
+_ORIGINALS: dict[str, Callable[..., Any]] = {}
+
+
+def _profiler_function(name: str) -> Any:
+    """PyTorch's ``torch.autograd.<name>`` itself, never the wrapper that notes the user's."""
+    import torch
+
+    return _ORIGINALS.get(name) or getattr(torch.autograd, name)
+
+
+def user_profiler_starts() -> int:
+    """How many profiler sessions were prepared or started through PyTorch's functions so far."""
+    return _USER.starts
+
+
+def user_profiler_active() -> str | None:
+    """Why a profiler session of the user's rules out another one now, or ``None``."""
+    import torch
+
+    _watch_user_profilers()
+    if str(torch._C._autograd._profiler_type()) != "ActiveProfilerType.NONE":
+        return "a PyTorch profiler is active on this thread"
+    if _USER.session or getattr(torch.autograd.profiler, "_is_profiler_enabled", False):
+        return "a PyTorch profiler is prepared or recording in this process"
+    return None
 
 
 def _distribute(
@@ -497,6 +539,7 @@ class ThreadWatch:
             sum(participant.counts.values()),
             len(participant.threads),
             tuple(participant.counts.most_common(_EXAMPLES)),
+            participant.gaps,
         )
 
 
@@ -527,7 +570,19 @@ def other_threads_diagnostic(found: OtherThreads, metric: str) -> dict[str, Any]
             ),
         }
     if not found.calls:
-        return None
+        if not found.gaps:
+            return None
+        return {
+            "code": "note",
+            "severity": "info",
+            "metric": metric,
+            "message": (
+                f"no operator ran on another thread while the watch of other threads ran, but "
+                f"it was read and started again {_plural(found.gaps, 'time')} while the pass "
+                "ran (another pass ended), about a millisecond each: operators other threads "
+                "ran in those moments were not seen"
+            ),
+        }
     examples = ", ".join(f"`{name}` ({count:,})" for name, count in found.operators)
     return {
         "code": "other_threads",

@@ -273,9 +273,12 @@ def _mode_class() -> Any:
         def _is_composite(self, func: Any) -> bool:
             known = self._composite.get(func)
             if known is None:
-                known = composite_key in func.py_kernels or bool(
-                    torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), composite_key)
-                )
+                try:
+                    known = composite_key in func.py_kernels or bool(
+                        torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), composite_key)
+                    )
+                except RuntimeError:  # not registered with the dispatcher (``prim::device``)
+                    known = False
                 self._composite[func] = known
             return known
 

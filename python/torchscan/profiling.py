@@ -78,7 +78,19 @@ def run_profiler(
     half of its ``max_time_s``).
     The workload's own exception propagates.
     """
+    from ._threads import user_profiler_active, user_profiler_starts
+
+    busy = user_profiler_active()
+    if busy is not None:
+        # PyTorch runs one profiler session at a time: starting this one would cancel the
+        # user's (and exporting a cancelled trace can crash the process).
+        return _failed(
+            f"the profiler pass did not run: {busy}, and PyTorch runs one profiler session at "
+            "a time; measure outside the profiler, or drop 'profiler' from metrics",
+            severity="warning",
+        )
     began = time.perf_counter()
+    starts = user_profiler_starts()
     totals: dict[str, list[float]] = {}
     pilot = _profile_session(workload, device, 1, None, totals)
     if isinstance(pilot, str):
@@ -97,6 +109,16 @@ def run_profiler(
                 return _failed(rest)
             ran += rest[0]
             elapsed_s += rest[1]
+    # Each of this pass's sessions is prepared and started once; any other start means the
+    # workload started a profiler of its own, which took the session over.
+    sessions = 1 if calls == 1 or ran == 1 else 2
+    if user_profiler_starts() - starts > 2 * sessions:
+        return _failed(
+            "the profiler pass recorded nothing of its own: the workload started a PyTorch "
+            "profiler, which took the session over (PyTorch runs one at a time); profile the "
+            "workload with its own profiler, or drop 'profiler' from metrics",
+            severity="warning",
+        )
     rows: list[ProfiledOperator] = [
         {
             "operator": key,
@@ -279,7 +301,7 @@ def _profiled_calls(
     return ran, elapsed_s
 
 
-def _failed(message: str) -> tuple[ProfilerPass, list[Diagnostic]]:
+def _failed(message: str, severity: str = "error") -> tuple[ProfilerPass, list[Diagnostic]]:
     section: ProfilerPass = {
         "status": "unavailable",
         "reason": "profiler failed",
@@ -290,7 +312,7 @@ def _failed(message: str) -> tuple[ProfilerPass, list[Diagnostic]]:
     }
     diagnostic: Diagnostic = {
         "code": "profiler_failed",
-        "severity": "error",
+        "severity": "warning" if severity == "warning" else "error",
         "metric": "profiler",
         "message": message,
     }

@@ -199,8 +199,11 @@ def _boxed_call(func: Any) -> tuple[Any, tuple[int, ...]]:
     handle, once the caller has checked that each of those positions holds a tensor (the
     dispatcher hands a number given for a tensor back as a number).
     """
-    handle = getattr(func, "_handle", None)
-    schema = getattr(func, "_schema", None)
+    try:
+        handle = getattr(func, "_handle", None)
+        schema = getattr(func, "_schema", None)
+    except RuntimeError:  # an operator the dispatcher does not register (``prim::device``)
+        return None, ()
     if handle is None or schema is None:
         return None, ()
     positions: list[int] = []
@@ -266,7 +269,10 @@ def _is_composite(func: Any) -> bool:
     # Only the dispatcher's own composite kernels: an operator with a real kernel that merely has
     # a Python reference decomposition (``native_batch_norm``, ``upsample_nearest2d``...) runs its
     # kernel, so that kernel is what is counted, and the workload is not slowed by the reference.
-    return bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _COMPOSITE))
+    try:
+        return bool(torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), _COMPOSITE))
+    except RuntimeError:  # an operator the dispatcher does not register (``prim::device``)
+        return False
 
 
 def _decompose(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
