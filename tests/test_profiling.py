@@ -48,3 +48,29 @@ def test_raw_totals_equal_key_averages() -> None:
         == averages["aten::sum"].count
         < sum(event.name() == "aten::sum" for event in profiler.profiler.kineto_results.events())
     )
+
+
+def test_crossed_ranges_are_not_nested_as_pytorch_nests_them() -> None:
+    # r2 starts inside r1 but ends after it: neither is the other's child.
+    a = torch.randn(64, 64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profiler:
+            first = torch.autograd.profiler.record_function("r1")
+            first.__enter__()
+            a @ a
+            second = torch.autograd.profiler.record_function("r2")
+            second.__enter__()
+            a @ a
+            first.__exit__(None, None, None)
+            a @ a
+            second.__exit__(None, None, None)
+    totals: dict[str, list[float]] = {}
+    _add_cpu_totals(profiler.profiler.kineto_results.events(), totals)
+    averages = {event.key: event for event in profiler.key_averages()}
+    for name in ("r1", "r2", "aten::mm"):
+        calls, self_us, total_us = totals[name]
+        assert calls == averages[name].count, name
+        assert total_us == pytest.approx(averages[name].cpu_time_total, rel=1e-9, abs=1e-6)
+        assert self_us == pytest.approx(averages[name].self_cpu_time_total, rel=1e-9, abs=1e-6)
+    assert totals["r1"][1] > 0  # not eaten by r2, which it does not contain

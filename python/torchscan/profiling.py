@@ -237,12 +237,17 @@ def _add_cpu_totals(events: Any, totals: dict[str, list[float]]) -> None:
     calling its own overload) is merged into it, as PyTorch does.
     """
     by_thread: dict[int, list[tuple[int, int, str]]] = {}
+    alone: list[_Span] = []  # async events (start and end on different threads): no nesting
     for event in events:
         if str(event.device_type()) != "DeviceType.CPU":
             continue
         start = int(event.start_ns())
+        end = start + max(int(event.duration_ns()), 0)
+        if event.is_async():
+            alone.append(_Span(end, str(event.name()), end - start))
+            continue
         by_thread.setdefault(int(event.start_thread_id()), []).append(
-            (start, start + max(int(event.duration_ns()), 0), str(event.name()))
+            (start, end, str(event.name()))
         )
 
     def commit(root: _Span) -> None:
@@ -269,11 +274,15 @@ def _add_cpu_totals(events: Any, totals: dict[str, list[float]]) -> None:
         spans.sort(key=lambda span: (span[0], -span[1]))
         stack: list[_Span] = []  # the open events, outermost first
         for start, end, name in spans:
-            while stack and stack[-1].end <= start:
+            # As PyTorch nests them: an event inside another is its child; one that starts
+            # inside it but ends after it (ranges that cross) is not.
+            while stack and (stack[-1].end <= start or end > stack[-1].end):
                 close(stack)
             stack.append(_Span(end, name, end - start))
         while stack:
             close(stack)
+    for span in alone:
+        commit(span)
 
 
 def _profiled_calls(
