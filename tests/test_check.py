@@ -561,3 +561,14 @@ def test_nested_tensors_are_compared_component_by_component() -> None:
         }
     ]
     assert torchscan.validate_report(report) == "output_check"
+
+
+def test_meta_tensors_fail_and_say_they_hold_no_values() -> None:
+    meta = torch.empty(3, device="meta")
+    check = check_outputs(meta, meta, rtol=0, atol=0)
+    assert check["passed"] is False
+    (diagnostic,) = check["diagnostics"]
+    assert diagnostic["message"].endswith(
+        "A tensor on the meta device has no values: run the workload on a real device "
+        "(device='cpu') to compare its outputs"
+    )

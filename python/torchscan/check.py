@@ -576,7 +576,10 @@ class _Walker:
         }
         layouts = (str(baseline.layout), str(candidate.layout))
         problem = ""
-        if layouts[0] == layouts[1] and base_meta["shape"] == cand_meta["shape"]:
+        if baseline.is_meta or candidate.is_meta:
+            # Meta tensors have shapes and dtypes but no values: nothing to compare.
+            problem = "meta"
+        elif layouts[0] == layouts[1] and base_meta["shape"] == cand_meta["shape"]:
             try:
                 elements, mismatched, max_abs, max_rel = self.values(baseline, candidate)
             except (RuntimeError, NotImplementedError, TypeError, ValueError) as error:
@@ -680,7 +683,12 @@ class _Walker:
         ways: list[str] = []
         if layout_differs:
             ways.append(_LAYOUT_HINT)
-        if problem:
+        if problem == "meta":
+            ways.append(
+                "a tensor on the meta device has no values: run the workload on a real device "
+                "(device='cpu') to compare its outputs"
+            )
+        elif problem:
             ways.append(
                 "convert both sides to plain tensors of a dtype PyTorch compares first "
                 "(.to_dense() for another layout, .dequantize() for a quantized tensor)"

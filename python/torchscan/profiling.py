@@ -141,16 +141,26 @@ def run_profiler(
     }
     if ran == calls:
         return section, []
+    named = budget if budget is not None else f"max_time_s={max_time_s:g} s"
+    pass_s = time.perf_counter() - began - start_s
+    if max_time_s is not None and pass_s > max_time_s:
+        # Even the first call, which always runs, did not fit.
+        what = (
+            f"{ran} of {calls} profiler calls ran, past {named}: profiling and reading the first "
+            f"call alone took {pass_s:.3g} s (one call always runs)"
+        )
+    else:
+        what = (
+            f"{ran} of {calls} profiler calls fit in {named}, starting, stopping and reading "
+            f"the profiler included (the calls took {elapsed_s:.3g} s, {elapsed_s / ran:.3g} s "
+            "each, and the next would have passed it)"
+        )
     diagnostic: Diagnostic = {
         "code": "profiler_failed",
         "severity": "warning",
         "metric": "profiler",
         "message": (
-            f"{ran} of {calls} profiler calls fit in "
-            f"{budget if budget is not None else f'max_time_s={max_time_s:g} s'}, starting, "
-            f"stopping and reading the profiler included (the calls took {elapsed_s:.3g} s, "
-            f"{elapsed_s / ran:.3g} s each, and the next would have passed it); the profile "
-            f"covers {ran} calls: raise max_time_s (--max-time) or lower "
+            f"{what}; the profile covers {ran} calls: raise max_time_s (--max-time) or lower "
             "profiler_calls (--profiler-calls) to profile every requested call"
         ),
     }
