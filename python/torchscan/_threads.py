@@ -301,10 +301,12 @@ _SESSION = _Session()
 
 
 class _UserProfilers:
-    """The user's PyTorch profiler sessions, seen where ``torch.autograd.profiler`` starts them.
+    """The user's PyTorch profiler sessions, seen where PyTorch's functions start them.
 
     ``torch.profiler`` drives ``torch.autograd.profiler``, which prepares, starts and stops
-    sessions through three module functions; torchscan wraps them (see below).
+    sessions through three functions it takes from ``torch.autograd``; torchscan wraps them in
+    both modules (see :func:`_watch_user_profilers`). A session started through ``torch._C``
+    directly is not seen here (the watch finds it afterwards, from its events).
 
     PyTorch's profiler library runs one session at a time: starting the watch's session while
     the user's is prepared (a ``torch.profiler.schedule`` in its warm-up) or recording cancels
