@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from . import _arguments, _core, _metrics
-from ._values import describe, iter_tensors
+from ._values import describe, floating_dtypes
 from .errors import IncompleteMeasurementError, InvalidArgumentError
 from .noise import noise_metrics, noisy_machine_diagnostic, unavailable_noise_metrics
 from .profiling import not_requested_profiler, run_profiler
@@ -459,10 +459,6 @@ def assemble_report(
     }
 
 
-def _input_dtypes(inputs: Any) -> list[Any]:
-    return [t.dtype for t in iter_tensors(inputs) if t.is_floating_point()]
-
-
 def ranked_dtypes(passes: Passes, inputs: Any) -> list[str]:
     """The dtypes of a benchmark's context: the main precision first, then the others by name.
 
@@ -478,7 +474,7 @@ def ranked_dtypes(passes: Passes, inputs: Any) -> list[str]:
         first = sorted({dtype_name(dtype) for dtype in passes.output_dtypes})
     others = {dtype_name(dtype) for dtype in passes.dtypes}
     others.update(dtype_name(dtype) for dtype in passes.output_dtypes)
-    others.update(dtype_name(dtype) for dtype in _input_dtypes(inputs))
+    others.update(dtype_name(dtype) for dtype in floating_dtypes(inputs))
     return first + sorted(others - set(first))
 
 

@@ -9,7 +9,15 @@ from typing import Any
 from ._core import TensorSpec
 from .reports import MappingItemMeta, NamedValueMeta, TensorMeta, ValueMeta
 
-__all__ = ["TensorSpec", "describe", "dtype_name", "freeze", "iter_tensors", "tensor_meta"]
+__all__ = [
+    "TensorSpec",
+    "describe",
+    "dtype_name",
+    "floating_dtypes",
+    "freeze",
+    "iter_tensors",
+    "tensor_meta",
+]
 
 # Deeply nested or cyclic containers are cut off here rather than recursing without bound.
 _MAX_DEPTH = 32
@@ -188,6 +196,11 @@ def iter_tensors(value: Any) -> list[Any]:
     found: list[Any] = []
     _collect(value, found, 0, (TensorSpec, torch.Tensor))
     return found
+
+
+def floating_dtypes(value: Any) -> list[Any]:
+    """The floating dtypes of the tensors in ``value`` (nested containers, objects), each once."""
+    return list(dict.fromkeys(t.dtype for t in iter_tensors(value) if t.is_floating_point()))
 
 
 def _collect(

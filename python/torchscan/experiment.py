@@ -30,6 +30,7 @@ from ._pipeline import (
     ranked_dtypes,
     run_later_passes,
 )
+from ._values import floating_dtypes
 from .check import _tolerance, check_outputs
 from .compare import check_comparison_options, compare_benchmarks
 from .context import capture_context, current_flags
@@ -37,7 +38,6 @@ from .errors import InvalidArgumentError
 from .reports import BenchmarkComparison, BenchmarkReport, OutputCheck, Verdict
 from .timing import (
     TimingRun,
-    floating_dtypes,
     run_interleaved_timing,
     synchronizer,
     timed_call,

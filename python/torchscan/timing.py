@@ -201,6 +201,8 @@ def run_timing(
     sync = synchronizer(device)
     overhead_s = timer_overhead_s()
     first_call_s, output = timed_call(workload, sync)
+    from ._values import floating_dtypes
+
     dtypes = floating_dtypes(output)
     del output  # not kept alive while the blocks run
     run = run_interleaved_timing(
@@ -213,13 +215,6 @@ def run_timing(
     )[0]
     run.output_dtypes = dtypes
     return run
-
-
-def floating_dtypes(value: Any) -> list[Any]:
-    """The floating dtypes of the tensors in ``value`` (nested containers, objects), each once."""
-    from ._values import iter_tensors
-
-    return list(dict.fromkeys(t.dtype for t in iter_tensors(value) if t.is_floating_point()))
 
 
 def run_interleaved_timing(
