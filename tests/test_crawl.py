@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import types
 from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any
@@ -849,13 +848,7 @@ def test_a_recorder_left_wrapped_is_collected_with_its_model() -> None:
     recorder.__enter__()  # never closed: each module's forward refers back to the module
     assert type(model[0].__dict__["forward"]).__name__ == "ModuleForward"
     model(torch.ones(1, 2))
-    records, closed = recorder.core.records()
-    assert [(records[position][1], records[position][3]) for position in closed] == [
-        ("0", 0),
-        ("1", 0),
-        ("", 0),
-    ]
-    del records
+    assert recorder.core.count == 3  # the Sequential and its two children, recorded
     ref = weakref.ref(model)
     del model, recorder
     gc.collect()
@@ -936,34 +929,117 @@ def test_receptive_field_does_not_leak_to_a_tensor_at_a_reused_address() -> None
     assert "does not keep spatial positions aligned" in fields["pool"]["reason"]
 
 
-def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> None:
-    from torchscan._values import freeze, iter_tensors
-    from torchscan.crawl import receptive_fields
+def _assemble_by_hand(
+    model: nn.Module, x: torch.Tensor, calls: list[object]
+) -> tuple[list[dict[str, object]], object]:
+    """Records ``model``'s calls as ``calls`` says, then assembles them as an analysis does.
 
-    conv, pool = nn.Conv2d(3, 4, 3), nn.MaxPool2d(2)
-    x = torch.randn(1, 3, 12, 12)
-    y = conv(x)
-    # Module calls as the replay reads them: module, frozen inputs and output, child calls.
-    first = types.SimpleNamespace(
-        module=conv, inputs=freeze((x,)), output=freeze(y), children=(), receptive_field=None
+    Each item of ``calls`` is ``("enter", position)``, ``("leave", module, inputs, output)`` or
+    an operator record, appended to the log in that order.
+    """
+    from torchscan import _core
+    from torchscan.crawl import assembly, call_recorder
+
+    named = call_recorder._all_named_modules(model)
+    log: list[object] = []
+    recorder = call_recorder._Recorder(named, log)
+    for item in calls:
+        if isinstance(item, _core.OperatorRecord):
+            log.append(item)
+        elif item[0] == "enter":
+            recorder.core.enter(item[1])
+        else:
+            _core.CallRecorder.leave(recorder.core, item[1], item[2], item[3])
+    walked = _core.walk_storage(named)
+    result = assembly._assembler().assemble(
+        recorder.core, walked.own, log=log, seeds=[(id(x), x.dim())]
     )
-    # A tensor born later at the address the convolution's output had (the spec keeps it).
-    second = types.SimpleNamespace(
-        module=pool, inputs=freeze((y,)), output=freeze(pool(y)), children=(), receptive_field=None
-    )
+    return result.layers, result
+
+
+def test_field_replay_forgets_a_state_when_a_new_tensor_takes_its_address() -> None:
+    from torchscan import _core
     from torchscan.opflops.mode import EXCLUDED, Entry
 
-    # What the log holds for an operator that made a new tensor at the address ``y`` had.
+    conv, pool = nn.Conv2d(3, 4, 3), nn.MaxPool2d(2)
+    model = nn.Sequential(conv, pool)
+    x = torch.randn(1, 3, 12, 12)
+    y = conv(x)
+    z = pool(y)
+    # What the log holds for an operator that made a new tensor at the address ``y`` had (the
+    # frozen output of the convolution keeps that address).
     empty = Entry(EXCLUDED, "aten::empty", torch.ops.aten.empty.memory_format)
-    born = [empty, None, EXCLUDED, 0, None, None, 0, y.dim(), id(y)]
+    born = _core.OperatorRecord(
+        entry=empty,
+        call=0,
+        outcome=EXCLUDED,
+        flops=0,
+        args=None,
+        kwargs=None,
+        out=None,
+        inputs=[],
+        first_inputs=0,
+        outputs=[(id(y), y.dim())],
+    )
     for births in ([], [born]):
-        tracker = torchscan._core.FieldTracker(receptive_fields._module_kind, iter_tensors)
-        tracker.seed(id(x), x.dim())
-        tracker.replay([first, *births, second])
-        assert first.receptive_field is not None and second.receptive_field is not None
-        assert first.receptive_field["size"] == [3.0, 3.0]
+        layers, _ = _assemble_by_hand(
+            model,
+            x,
+            [
+                ("enter", 0),
+                ("enter", 1),
+                ("leave", conv, (x,), y),
+                *births,
+                ("enter", 2),
+                ("leave", pool, (y,), z),
+                ("leave", model, (x,), z),
+            ],
+        )
+        fields = {layer["path"]: layer["receptive_field"] for layer in layers}
+        assert fields["0"]["size"] == [3.0, 3.0]
         expected = "complete" if not births else "unavailable"
-        assert second.receptive_field["status"] == expected
+        assert fields["1"]["status"] == expected
+
+
+def test_operator_records_name_their_fields_and_check_them() -> None:
+    from torchscan import _core
+    from torchscan.opflops.mode import COUNTED, Entry
+
+    entry = Entry(COUNTED, "aten::mm", torch.ops.aten.mm.default)
+    record = _core.OperatorRecord(
+        entry=entry,
+        call=None,
+        outcome=COUNTED,
+        flops=12,
+        args=[torch.Size([2, 3]), torch.Size([3, 2])],
+        kwargs=None,
+        out=torch.Size([2, 2]),
+        inputs=[1, 2],
+        first_inputs=1,
+        outputs=[(3, 2)],
+    )
+    assert (record.call, record.flops, record.inputs, record.outputs) == (
+        None,
+        12,
+        [1, 2],
+        [(3, 2)],
+    )
+    assert repr(record) == "OperatorRecord(aten::mm, call=None, outcome=0, flops=12)"
+    with pytest.raises(ValueError, match="first_inputs is 3 but the record has 2 tensor inputs"):
+        _core.OperatorRecord(
+            entry=entry,
+            call=None,
+            outcome=COUNTED,
+            flops=0,
+            args=None,
+            kwargs=None,
+            out=None,
+            inputs=[1, 2],
+            first_inputs=3,
+            outputs=[],
+        )
+    with pytest.raises(TypeError):
+        _core.OperatorRecord(entry, None, COUNTED, 0, None, None, None, [], 0, [])  # type: ignore[misc]
 
 
 def test_forward_methods_are_restored_and_keep_their_signature() -> None:
@@ -1301,25 +1377,49 @@ def test_direct_bindings_reach_their_own_overload_and_skip_function_modes() -> N
     assert report["operator_flops"]["total"]["value"] == 2 * 3 * 3 * 3
 
 
-def test_compiled_shape_elements_count_as_the_python_reference() -> None:
+def test_operator_dmas_count_every_shape_as_the_python_reference() -> None:
+    # A counted operator moves the elements of every shape among its arguments, keyword
+    # arguments and result, through lists, tuples and dicts; sizes and strides are plain ints.
+    # The compiled count gives way to Python's exact integers beyond 128 bits.
     from torchscan import _core
     from torchscan.crawl import dispatch_recorder
+    from torchscan.opflops.mode import COUNTED, Entry
+
+    class Plain(nn.Module):  # no module formula: its estimate is the operators it runs
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x
 
     size = torch.Size
-    logged = [
-        [size([2, 3]), 4, [size([5]), (size([1, 7]), "x")], {"k": size([3, 3])}],
-        (size([0, 9]),),
-        {"a": [size([2, 2, 2])], "b": None},
-        [(3, 4), [5, 6]],  # sizes and strides: plain ints, not shapes
-        [],
-    ]
-    for values in logged:
-        assert _core.shape_elements(values, size) == dispatch_recorder._shape_elements(values)
-    assert _core.shape_elements(logged, size) == 6 + 5 + 7 + 9 + 0 + 8
-    # Beyond 128 bits the compiled count gives way; Python's integers are exact.
-    huge = [size([2**64, 2**64, 2])]
-    assert _core.shape_elements(huge, size) is None
-    assert dispatch_recorder._shape_elements(huge) == 2**129
+    entry = Entry(COUNTED, "aten::add", torch.ops.aten.add.Tensor)
+    cases = {
+        "nested": (
+            [size([2, 3]), 4, [size([5]), (size([1, 7]), "x")], (3, 4), [5, 6]],
+            {"k": size([3, 3]), "a": [size([2, 2, 2])], "b": None},
+            (size([0, 9]),),
+        ),
+        "huge": ([size([2**64, 2**64, 2])], None, size([1])),
+    }
+    for name, (args, kwargs, out) in cases.items():
+        model, x = Plain(), torch.randn(1, 2)
+        record = _core.OperatorRecord(
+            entry=entry,
+            call=0,
+            outcome=COUNTED,
+            flops=0,
+            args=args,
+            kwargs=kwargs,
+            out=out,
+            inputs=[],
+            first_inputs=0,
+            outputs=[],
+        )
+        layers, _ = _assemble_by_hand(model, x, [("enter", 0), record, ("leave", model, (x,), x)])
+        expected = dispatch_recorder._shape_elements([args, (out,), kwargs or ()])
+        assert expected == {"nested": 6 + 5 + 7 + 9 + 8 + 0, "huge": 2**129 + 1}[name]
+        dmas = layers[0]["metrics"]["dmas"]
+        # Partial (a leaf without a formula), known: what its own operators moved.
+        assert dmas["status"] == "partial"
+        assert dmas["known_value"] == (expected if expected < 2**53 else float(expected))
 
 
 def test_a_failing_shape_formula_leaves_its_operator_uncounted_and_says_why() -> None:
@@ -1365,29 +1465,19 @@ def test_a_failing_shape_formula_leaves_its_operator_uncounted_and_says_why() ->
 def test_a_call_left_open_is_assembled_as_unfinished() -> None:
     # A call whose forward never reported back (a hook that misbehaved) has no inputs or output:
     # its estimates are partial and say so, its parent's too, and it gets no receptive field.
-    from torchscan import _core
-    from torchscan._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, iter_tensors
-    from torchscan.crawl import assembly, call_recorder, receptive_fields
-
     model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
-    named = call_recorder._all_named_modules(model)
-    recorder = call_recorder._Recorder(named, [])
     x = torch.randn(1, 2)
-    recorder.core.enter(0)  # the Sequential
-    recorder.core.enter(1)  # its Linear, never closed
-    _core.CallRecorder.leave(recorder.core, model, (x,), model(x))
-    own_counts, *_ = _core.walk_storage(named)
-    layers, totals, by_module, diagnostics, tallies = _core.assemble(
-        recorder.core,
-        True,
-        recorder.log,
-        [(id(x), x.dim())],
-        assembly._operator_pass(),
-        own_counts,
-        (receptive_fields._module_kind, iter_tensors),
-        {"describe": describe, "dtype_names": _DTYPE_NAMES, "device_names": _DEVICE_NAMES},
-        assembly._TEXTS,
+    layers, result = _assemble_by_hand(
+        model,
+        x,
+        [
+            ("enter", 0),  # the Sequential
+            ("enter", 1),  # its Linear, never closed
+            ("leave", model, (x,), model(x)),
+        ],
     )
+    totals, by_module = result.module_totals, result.by_module
+    diagnostics, tallies = result.diagnostics, result.tallies
     root, linear = layers
     assert (root["path"], linear["path"]) == ("", "0")
     assert linear["input"] == {"args": [], "kwargs": {}} and linear["output"] is None

@@ -6,14 +6,20 @@ from typing import Any, final
 __all__ = [
     "READABLE_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
+    "Assembler",
+    "Assembly",
     "CallRecorder",
+    "CallTally",
     "DispatchRecorder",
-    "FieldTracker",
+    "FormulaTally",
     "ModuleForward",
+    "ModuleKind",
+    "OperatorRecord",
     "OwnStorage",
+    "StorageTie",
+    "StorageWalk",
     "TensorSpec",
     "__version__",
-    "assemble",
     "block_timing",
     "cli_main",
     "compare_benchmarks_json",
@@ -24,7 +30,6 @@ __all__ = [
     "median_absolute_deviation",
     "read_file",
     "render_report_json",
-    "shape_elements",
     "throughput",
     "validate_report_json",
     "walk_storage",
@@ -56,25 +61,7 @@ def cli_main(argv: list[str]) -> int: ...
 def write_file(path: str | os.PathLike[str], data: bytes) -> None: ...
 def read_file(path: str | os.PathLike[str], max_bytes: int = 1073741824) -> bytes: ...
 def exclusion_reasons() -> list[tuple[str, str]]: ...
-def shape_elements(values: Any, size_type: Any) -> int | None: ...
-def walk_storage(
-    named_modules: list[tuple[str, Any]],
-) -> tuple[
-    OwnStorage,
-    tuple[int, int, int, int, int, list[Any], list[Any]],
-    list[tuple[list[str], int, int, int]],
-]: ...
-def assemble(
-    recorder: CallRecorder,
-    full: bool,
-    log: list[Any] | None,
-    seeds: list[tuple[int, int]],
-    operators: dict[str, Any],
-    own: OwnStorage,
-    helpers: tuple[Any, Any],
-    describe: dict[str, Any],
-    texts: dict[str, str],
-) -> tuple[list[Any], dict[str, Any], list[Any], list[Any], list[Any]]: ...
+def walk_storage(named_modules: list[tuple[str, Any]]) -> StorageWalk: ...
 def compare_benchmarks_json(
     baseline: str,
     candidate: str,
@@ -112,7 +99,57 @@ class DispatchRecorder:
         args: Any = None,
         kwargs: Any = None,
     ) -> Any: ...
-    def tallies(self) -> list[tuple[Any, int, int]]: ...
+    def tallies(self) -> list[CallTally]: ...
+
+@final
+class CallTally:
+    """The calls of one operator entry that a ``DispatchRecorder`` logged."""
+
+    @property
+    def entry(self) -> Any: ...
+    @property
+    def calls(self) -> int: ...
+    @property
+    def uncounted(self) -> int: ...
+
+@final
+class OperatorRecord:
+    """An executed operator of the analysed forward's log."""
+
+    def __new__(
+        cls,
+        *,
+        entry: Any,
+        call: int | None,
+        outcome: int,
+        flops: int,
+        args: list[Any] | None,
+        kwargs: dict[str, Any] | None,
+        out: Any,
+        inputs: list[int],
+        first_inputs: int,
+        outputs: list[tuple[int, int]],
+    ) -> OperatorRecord: ...
+    @property
+    def entry(self) -> Any: ...
+    @property
+    def call(self) -> int | None: ...
+    @property
+    def outcome(self) -> int: ...
+    @property
+    def flops(self) -> int: ...
+    @property
+    def args(self) -> list[Any] | None: ...
+    @property
+    def kwargs(self) -> dict[str, Any] | None: ...
+    @property
+    def out(self) -> Any: ...
+    @property
+    def inputs(self) -> list[int]: ...
+    @property
+    def first_inputs(self) -> int: ...
+    @property
+    def outputs(self) -> list[tuple[int, int]]: ...
 
 @final
 class TensorSpec:
@@ -161,13 +198,131 @@ class CallRecorder:
         output: Any,
         kwargs: dict[str, Any] | None = None,
     ) -> None: ...
-    def records(
-        self,
-    ) -> tuple[list[tuple[Any, str, int, int, int | None, Any, Any, bool]], list[int]]: ...
 
 @final
 class OwnStorage:
     """The own parameters and buffers of every module of a model, from ``walk_storage``."""
+
+@final
+class StorageTie:
+    """A group of tensors counted once: under more than one name, or overlapping in storage."""
+
+    @property
+    def names(self) -> list[str]: ...
+    @property
+    def tensors(self) -> int: ...
+    @property
+    def elements(self) -> int: ...
+    @property
+    def counted(self) -> int: ...
+
+@final
+class StorageWalk:
+    """What ``walk_storage`` found: each module's own tensors, the storage totals, the ties."""
+
+    @property
+    def own(self) -> OwnStorage: ...
+    @property
+    def parameters(self) -> int: ...
+    @property
+    def trainable(self) -> int: ...
+    @property
+    def parameter_bytes(self) -> int: ...
+    @property
+    def buffer_elements(self) -> int: ...
+    @property
+    def buffer_bytes(self) -> int: ...
+    @property
+    def dtypes(self) -> list[Any]: ...
+    @property
+    def devices(self) -> list[Any]: ...
+    @property
+    def ties(self) -> list[StorageTie]: ...
+
+@final
+class FormulaTally:
+    """What the deferred shape formulas of one operator entry came to."""
+
+    @property
+    def entry(self) -> Any: ...
+    @property
+    def counted(self) -> int: ...
+    @property
+    def flops(self) -> int: ...
+    @property
+    def uncounted(self) -> int: ...
+    @property
+    def failures(self) -> list[str]: ...
+
+@final
+class Assembly:
+    """The per-call parts of an analysis report, as ``Assembler.assemble`` returns them."""
+
+    @property
+    def layers(self) -> list[Any]: ...
+    @property
+    def module_totals(self) -> dict[str, Any]: ...
+    @property
+    def by_module(self) -> list[Any]: ...
+    @property
+    def diagnostics(self) -> list[Any]: ...
+    @property
+    def tallies(self) -> list[FormulaTally]: ...
+
+@final
+class Assembler:
+    """Assembles the per-call parts of analysis reports (made once per process)."""
+
+    def __new__(
+        cls,
+        *,
+        kind_of: Any,
+        iter_tensors: Any,
+        describe: Any,
+        dtype_names: dict[Any, str],
+        device_names: dict[Any, str],
+        module_scope: str,
+        module_method: str,
+        path_scope: str,
+        path_method: str,
+        counted: int,
+        deferred: int,
+        uncounted: int,
+        size_type: Any,
+        shape_elements: Any,
+    ) -> Assembler: ...
+    def assemble(
+        self,
+        recorder: CallRecorder,
+        own: OwnStorage,
+        *,
+        log: list[Any] | None = None,
+        seeds: list[tuple[int, int]] = ...,
+    ) -> Assembly: ...
+
+@final
+class ModuleKind:
+    """What the analysis needs of a module's type: its formula, field step and estimate."""
+
+    def __new__(
+        cls,
+        *,
+        has_formula: bool,
+        transposed: bool,
+        field: Any,
+        batched_passthrough: bool,
+        estimate: Any,
+    ) -> ModuleKind: ...
+    @property
+    def has_formula(self) -> bool: ...
+    @property
+    def transposed(self) -> bool: ...
+    @property
+    def field(self) -> Any: ...
+    @property
+    def batched_passthrough(self) -> bool: ...
+    @property
+    def estimate(self) -> Any: ...
 
 @final
 class ModuleForward:
@@ -189,11 +344,3 @@ class ModuleForward:
     @property
     def __wrapped__(self) -> Any: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
-
-@final
-class FieldTracker:
-    """Carries receptive fields along an analysed forward's log (``torchscan.crawl``)."""
-
-    def __new__(cls, kind_of: Any, iter_tensors: Any) -> FieldTracker: ...
-    def seed(self, ident: int, ndim: int) -> None: ...
-    def replay(self, log: list[Any]) -> None: ...

@@ -1,6 +1,6 @@
 """One analysis, end to end: the forward, then the report.
 
-The report is assembled from what the forward recorded (``_core.assemble``).
+The report is assembled from what the forward recorded (``_core.Assembler``).
 """
 
 from __future__ import annotations
@@ -50,29 +50,29 @@ _MODULE_METHOD = (
 )
 
 
-# The scopes and methods ``_core.assemble`` gives module estimates and module paths' FLOPs.
-_TEXTS = {
-    "module_scope": _MODULE_SCOPE,
-    "module_method": _MODULE_METHOD,
-    "path_scope": _PATH_SCOPE,
-    "path_method": FLOPS_METHOD,
-}
-
-
 @functools.cache
-def _operator_pass() -> dict[str, Any]:
-    """How ``_core.assemble`` reads the forward's operator records (see ``_OP_*``)."""
+def _assembler() -> _core.Assembler:
+    """Assembles every analysis's report from its records (made once per process)."""
     import torch
 
     from ..opflops.mode import COUNTED, DEFERRED, UNCOUNTED
 
-    return {
-        "counted": COUNTED,
-        "deferred": DEFERRED,
-        "uncounted": UNCOUNTED,
-        "size_type": torch.Size,
-        "shape_elements": _shape_elements,
-    }
+    return _core.Assembler(
+        kind_of=_module_kind,
+        iter_tensors=iter_tensors,
+        describe=describe,
+        dtype_names=_DTYPE_NAMES,
+        device_names=_DEVICE_NAMES,
+        module_scope=_MODULE_SCOPE,
+        module_method=_MODULE_METHOD,
+        path_scope=_PATH_SCOPE,
+        path_method=FLOPS_METHOD,
+        counted=COUNTED,
+        deferred=DEFERRED,
+        uncounted=UNCOUNTED,
+        size_type=torch.Size,
+        shape_elements=_shape_elements,
+    )
 
 
 def _device_names(model_devices: Iterable[Any], inputs: Iterable[Any]) -> list[str]:
@@ -162,21 +162,16 @@ def _analyse(
     # The forward is over: everything below works on what the hooks and the counter kept.
     core = recorder.core
     # Each module's own parameters and buffers and the storage totals, in one walk.
-    own, *walked = _core.walk_storage(named_modules)
-    layers, module_totals, by_module, module_diagnostics, tallies = _core.assemble(
+    walked = _core.walk_storage(named_modules)
+    assembly = _assembler().assemble(
         core,
-        full,
-        recorder.log,
-        [(id(tensor), tensor.dim()) for tensor in iter_tensors(positional)],
-        _operator_pass(),
-        own,
-        (_module_kind, iter_tensors),
-        {"describe": describe, "dtype_names": _DTYPE_NAMES, "device_names": _DEVICE_NAMES},
-        _TEXTS,
+        walked.own,
+        log=recorder.log,
+        seeds=[(id(tensor), tensor.dim()) for tensor in iter_tensors(positional)],
     )
     if counter is not None:
-        counter.apply(tallies)
-        operator_flops = counter.report(by_module, class_name(model))
+        counter.apply(assembly.tallies)
+        operator_flops = counter.report(assembly.by_module, class_name(model))
         operator_diagnostics = counter.diagnostics()
     else:
         operator_flops, operator_diagnostics = _structure_operator_flops(), []
@@ -185,8 +180,8 @@ def _analyse(
         full,
         named_modules,
         walked,
-        layers,
-        module_totals,
+        assembly.layers,
+        assembly.module_totals,
         "generated" if input_shape is not None else "provided",
         positional,
         keywords,
@@ -194,7 +189,7 @@ def _analyse(
         all_inputs,
         training[0] if training else False,
         flags_before,
-        module_diagnostics,
+        assembly.diagnostics,
         operator_flops,
         operator_diagnostics,
     )
@@ -204,7 +199,7 @@ def _build_report(
     model: Any,
     full: bool,
     named_modules: list[tuple[str, Any]],
-    walked: Any,
+    walked: _core.StorageWalk,
     layers: list[Layer],
     module_totals: dict[str, MetricResult],
     source: InputSource,
@@ -218,8 +213,8 @@ def _build_report(
     operator_flops: OperatorFlops,
     operator_diagnostics: list[Diagnostic],
 ) -> AnalysisReport:
-    storage, shared_tensors, shared_names, parameter_dtypes, model_devices = _totals_storage(walked)
-    dtypes = _model_dtypes(parameter_dtypes, inputs)
+    storage, shared_names = _totals_storage(walked)
+    dtypes = _model_dtypes(set(walked.dtypes), inputs)
     diagnostics: list[Diagnostic] = []
     if shared_names:
         diagnostics.append(
@@ -243,7 +238,7 @@ def _build_report(
         "parameter_bytes": storage["parameter_bytes"],
         "buffer_elements": storage["buffer_elements"],
         "buffer_bytes": storage["buffer_bytes"],
-        "shared_tensors": shared_tensors,
+        "shared_tensors": len(walked.ties),
         "module_flops": module_totals["module_flops"],
         "operator_flops": operator_flops["total"].copy(),
         "macs": module_totals["macs"],
@@ -264,7 +259,7 @@ def _build_report(
             training_before=training,
             flags=flags,
             execution_mode="evaluation_no_grad",
-            devices=_device_names(model_devices, inputs),
+            devices=_device_names(walked.devices, inputs),
         ),
         "diagnostics": diagnostics,
         "mode": "full" if full else "structure",

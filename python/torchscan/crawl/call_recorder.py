@@ -93,7 +93,7 @@ class _Recorder:
     wrapped (scripted, replicated or compiled) get two process-wide forward hooks instead,
     filtered to the model's modules. Either way the call records the positional and keyword
     arguments its ``forward`` received and what it returned, also when it raised. Once the
-    forward is over, ``_core.assemble`` builds the report's layers from the records. Only calls
+    forward is over, ``_core.Assembler`` builds the report's layers from the records. Only calls
     on the thread that built the recorder are recorded: a stand-in or a hook called from any
     other thread passes straight through to the real forward.
     """

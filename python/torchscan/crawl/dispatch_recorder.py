@@ -47,7 +47,8 @@ def _shape_elements(values: Iterable[Any]) -> int:
     """Elements of every tensor shape (``torch.Size``) among values as shape formulas take them.
 
     Tensors were replaced by their shapes; sizes, strides and other arguments are plain lists
-    and tuples of numbers, which are not shapes.
+    and tuples of numbers, which are not shapes. ``_core.Assembler`` counts in compiled code and
+    calls this only for totals beyond 128 bits.
     """
     import torch
 
@@ -62,26 +63,6 @@ def _shape_elements(values: Iterable[Any]) -> int:
         elif kind is dict:
             total += _shape_elements(value.values())
     return int(total)
-
-
-# An executed operator in the forward's log is a list, by position (``_OP_*`` name some):
-# entry, the innermost module call active, the outcome (COUNTED with its FLOPs, DEFERRED for a
-# built-in shape formula applied after the forward, EXCLUDED or UNCOUNTED), the FLOPs, the
-# arguments, keyword arguments and result as shape formulas take them (tensors replaced by their
-# shapes; for a call that is not counted, None and the result's number of dimensions), how many
-# tensor arguments belong to the first argument, the result tensors (one identity for a tensor
-# result, else a list of (identity, number of dimensions)), then the identities of the tensor
-# arguments (positional, then keyword) to the end.
-_OP_FIRST_COUNT = 6
-
-
-_OP_SHAPED_OUT = 7
-
-
-_OP_OUT_IDS = 8
-
-
-_OP_INPUT_IDS = 9
 
 
 def _crawl_counter(recorder: _Recorder) -> Any:
@@ -143,18 +124,19 @@ def _crawl_counter_class() -> type:
                 # both are freed at once.
                 dispatch = None if self._depth else self.__dict__.pop("__torch_dispatch__", None)
                 if dispatch is not None:
-                    for entry, calls, uncounted in dispatch.__func__.tallies():
-                        stats = self._stats_for(entry.name)
-                        stats.calls += calls
-                        stats.uncounted_calls += uncounted
+                    for tally in dispatch.__func__.tallies():
+                        stats = self._stats_for(tally.entry.name)
+                        stats.calls += tally.calls
+                        stats.uncounted_calls += tally.uncounted
                         if stats.exclusion is None:
-                            stats.exclusion = entry.exclusion
+                            stats.exclusion = tally.entry.exclusion
 
     class CrawlCounter(OperatorFlopCounter):
         """The operator FLOPs counter of the analysed forward.
 
-        Every executed operator is logged with the module call that ran it (see ``_OP_*``).
-        Once the forward is over, ``_core.assemble`` applies the deferred formulas, gives each
+        Every executed operator is logged, as a ``_core.OperatorRecord``, with the module call
+        that ran it.
+        Once the forward is over, ``_core.Assembler`` applies the deferred formulas, gives each
         call the FLOPs and DMAs of the operators it ran itself (``by_module`` is summed over
         the call tree) and replays the receptive fields from the same log; ``apply`` counts
         what the deferred formulas came to.
@@ -188,32 +170,34 @@ def _crawl_counter_class() -> type:
                 ids += _tensor_ids(kwargs.values())
             outputs = [out] if isinstance(out, tensor_type) else _tensors_of(out)
             self._log.append(
-                [
-                    entry,
-                    self._recorder.top,
-                    outcome,
-                    flops,
-                    [shapes_of(value) for value in args],
-                    {key: shapes_of(value) for key, value in kwargs.items()} if kwargs else None,
-                    first,
-                    shapes_of(out),
-                    [(id(tensor), tensor.dim()) for tensor in outputs],
-                    *ids,
-                ]
+                _core.OperatorRecord(
+                    entry=entry,
+                    call=self._recorder.top,
+                    outcome=outcome,
+                    flops=flops,
+                    args=[shapes_of(value) for value in args],
+                    kwargs=(
+                        {key: shapes_of(value) for key, value in kwargs.items()} if kwargs else None
+                    ),
+                    out=shapes_of(out),
+                    inputs=ids,
+                    first_inputs=first,
+                    outputs=[(id(tensor), tensor.dim()) for tensor in outputs],
+                )
             )
 
-        def apply(self, tallies: list[tuple[Entry, int, int, int, list[str]]]) -> None:
+        def apply(self, tallies: list[_core.FormulaTally]) -> None:
             """Count what the deferred formulas came to once the forward was over.
 
-            ``_core.assemble`` applies them: ``(entry, counted calls, FLOPs, uncounted calls,
-            failures)`` per entry, a failing formula counted as the mode counts one.
+            ``_core.Assembler`` applies them, one tally per entry, a failing formula counted as
+            the mode counts one.
             """
-            for entry, counted, flops, uncounted, failures in tallies:
-                stats = self._stats_for(entry.name)
-                stats.counted_calls += counted
-                stats.flops += flops
-                stats.uncounted_calls += uncounted
-                stats.failures.extend(failures[: max(0, 3 - len(stats.failures))])
+            for tally in tallies:
+                stats = self._stats_for(tally.entry.name)
+                stats.counted_calls += tally.counted
+                stats.flops += tally.flops
+                stats.uncounted_calls += tally.uncounted
+                stats.failures.extend(tally.failures[: max(0, 3 - len(stats.failures))])
 
         def report(self, modules: list[ModuleOperatorFlops], root: str) -> OperatorFlops:
             """The ``operator_flops`` section, with the FLOPs of every module path of ``root``."""

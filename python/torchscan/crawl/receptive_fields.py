@@ -1,15 +1,17 @@
-"""What the receptive-field replay (``_core.FieldTracker``) asks of a module's type."""
+"""What the analysis (``_core.Assembler``, receptive fields included) asks of a module type."""
 
 from __future__ import annotations
 
 import functools
 from typing import Any
 
-_KIND_BY_TYPE: dict[type, tuple[bool, bool, Any, bool, Any]] = {}
+from .. import _core
+
+_KIND_BY_TYPE: dict[type, _core.ModuleKind] = {}
 
 
-def _module_kind(module: Any) -> tuple[bool, bool, Any, bool, Any]:
-    """What the report's assembly needs of a module's type (see ``_core.assemble``).
+def _module_kind(module: Any) -> _core.ModuleKind:
+    """What the report's assembly needs of a module's type (see ``_core.Assembler``).
 
     Whether it has a formula, whether it is a transposed convolution, its field step, whether
     that step is ``passthrough_batched`` (which the receptive-field replay works out itself),
@@ -23,9 +25,21 @@ def _module_kind(module: Any) -> tuple[bool, bool, Any, bool, Any]:
     rule = _formulas()._rule(module)
     transposed = isinstance(module, _conv_transpose_type())
     if rule is None:
-        kind = (False, transposed, None, False, None)
+        kind = _core.ModuleKind(
+            has_formula=False,
+            transposed=transposed,
+            field=None,
+            batched_passthrough=False,
+            estimate=None,
+        )
     else:
-        kind = (True, transposed, rule.field, rule.field is passthrough_batched, rule.estimate)
+        kind = _core.ModuleKind(
+            has_formula=True,
+            transposed=transposed,
+            field=rule.field,
+            batched_passthrough=rule.field is passthrough_batched,
+            estimate=rule.estimate,
+        )
     _KIND_BY_TYPE[type(module)] = kind
     return kind
 

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from .. import _metrics
-from ..reports import (
-    MetricResult,
-)
+from .. import _core, _metrics
+from ..reports import MetricResult
 
 _STORAGE_SCOPE = "storage of unique {what} (storage, not peak memory)"
 
@@ -32,42 +28,38 @@ def _count(value: int, what: str) -> MetricResult:
     return _metrics.complete(int(value), "count", _COUNT_SCOPE.format(what=what), _COUNT_METHOD)
 
 
-def _totals_storage(
-    walked: Any,
-) -> tuple[dict[str, MetricResult], int, list[str], set[Any], list[Any]]:
-    """Storage totals, shared names, the parameters' float dtypes and the tensors' devices.
+def _totals_storage(walked: _core.StorageWalk) -> tuple[dict[str, MetricResult], list[str]]:
+    """Storage totals and the description of each tie, for the ``shared_tensors`` diagnostic.
 
     ``walked`` holds the totals and ties ``_core.walk_storage`` found: every storage element
     is counted once, so a tensor under two names, or views that overlap in one storage (a
     transposed tie), count what they cover together, and disjoint views of one flat buffer
     count in full.
     """
-    totals, ties = walked
-    parameters, trainable, parameter_bytes, buffer_count, buffer_bytes, found, devices = totals
-    dtypes: set[Any] = set(found)
+    parameters, trainable = walked.parameters, walked.trainable
     storage = {
         "parameters": _count(parameters, "parameters"),
         "trainable_parameters": _count(trainable, "parameters that require grad"),
         "frozen_parameters": _count(parameters - trainable, "parameters that do not require grad"),
         "parameter_bytes": _metrics.complete(
-            int(parameter_bytes),
+            int(walked.parameter_bytes),
             "B",
             _STORAGE_SCOPE.format(what="parameters"),
             _STORAGE_METHOD,
         ),
-        "buffer_elements": _count(buffer_count, "buffers"),
+        "buffer_elements": _count(walked.buffer_elements, "buffers"),
         "buffer_bytes": _metrics.complete(
-            int(buffer_bytes), "B", _STORAGE_SCOPE.format(what="buffers"), _STORAGE_METHOD
+            int(walked.buffer_bytes), "B", _STORAGE_SCOPE.format(what="buffers"), _STORAGE_METHOD
         ),
     }
-    return storage, len(ties), [_describe_tie(*tie) for tie in ties], dtypes, devices
+    return storage, [_describe_tie(tie) for tie in walked.ties]
 
 
-def _describe_tie(names: list[str], tensors: int, elements: int, counted: int) -> str:
+def _describe_tie(tie: _core.StorageTie) -> str:
     """One group of tensors counted once, for the ``shared_tensors`` diagnostic."""
-    if tensors == 1:
-        return " = ".join(names)
+    if tie.tensors == 1:
+        return " = ".join(tie.names)
     return (
-        f"{', '.join(names)} ({tensors} tensors overlapping in one storage: "
-        f"{elements:,} elements, {counted:,} counted)"
+        f"{', '.join(tie.names)} ({tie.tensors} tensors overlapping in one storage: "
+        f"{tie.elements:,} elements, {tie.counted:,} counted)"
     )

@@ -1,7 +1,7 @@
 //! The per-call parts of an analysis report, assembled by compiled code once the forward is over.
 //!
 //! `crawl_module` records the module calls of its forward in a [`CallRecorder`] and, in full
-//! mode, logs every operator. [`assemble`] turns those records into the report's layers: the
+//! mode, logs every operator. [`Assembler::assemble`] turns those records into the report's layers: the
 //! metadata of what each call received and returned, the module estimates (a module's formula,
 //! or its children plus the operators it ran itself), the receptive fields (see
 //! [`FieldTracker`]), the model's module totals and the operator FLOPs of every module path.
@@ -19,6 +19,7 @@ use torchscan_core::call_tree::{CallTree, OwnOperators, path_totals, post_order}
 use torchscan_core::schema::common::exact_integer;
 
 use crate::call_recorder::{CallRecorder, TensorSpec, shape_elements};
+use crate::operator_record::OperatorRecord;
 use crate::receptive_fields::{FieldTracker, unavailable};
 use crate::storage::OwnStorage;
 use crate::template::Template;
@@ -28,8 +29,6 @@ const FROM_CHILDREN: &str = "sum of its children's estimates and of the operator
 const FROM_OPERATORS: &str = "operators it runs itself";
 
 /// The texts the report gives module estimates and the operator FLOPs of module paths.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
 struct Texts {
     /// Scope of every module estimate.
     module_scope: Py<PyString>,
@@ -274,6 +273,8 @@ struct Node {
     /// Operators the call ran itself (not inside a child module), from the operator pass.
     own_flops: u128,
     own_dmas: u128,
+    /// DMAs of operators whose count does not fit in 128 bits, as floats.
+    own_dmas_beyond: f64,
     own_uncounted: Option<BTreeSet<String>>,
     first_op: i64,
     /// Set once the forward's calls are walked children first.
@@ -306,8 +307,6 @@ struct Module {
 /// How the forward's operator records are read: the outcome codes of
 /// `torchscan.opflops.mode`, `torch.Size`, and the Python count of the elements of shapes for
 /// what the compiled count cannot take.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
 struct OperatorPass<'py> {
     counted: i64,
     deferred: i64,
@@ -325,10 +324,23 @@ struct Tally<'py> {
     failures: Vec<String>,
 }
 
+/// What the deferred shape formulas of one operator entry came to, for the counter's tallies.
+#[pyclass(module = "torchscan._core", frozen, get_all)]
+pub struct FormulaTally {
+    /// The operator's `Entry` (`torchscan.opflops.mode`).
+    pub entry: Py<PyAny>,
+    /// Calls its formula counted.
+    pub counted: u64,
+    /// The FLOPs of those calls.
+    pub flops: u128,
+    /// Calls whose formula failed (counted as the mode counts a failing formula).
+    pub uncounted: u64,
+    /// The first three failures, as `"TypeName: message"`.
+    pub failures: Vec<String>,
+}
+
 /// How values are described: `describe(value)` for anything, with the dtype and device names
 /// it has already worked out, which tensor specs are described with here.
-#[derive(FromPyObject)]
-#[pyo3(from_item_all)]
 struct Describe<'py> {
     describe: Bound<'py, PyAny>,
     dtype_names: Bound<'py, PyDict>,
@@ -349,43 +361,163 @@ impl<'py> Describe<'py> {
     }
 }
 
-/// Assembles the per-call parts of an analysis report from a recorder whose forward is over.
+/// The per-call parts of an analysis report, as [`Assembler::assemble`] returns them.
+#[pyclass(module = "torchscan._core", frozen, get_all)]
+pub struct Assembly {
+    /// The report's layers, in the order the calls opened.
+    pub layers: Py<PyList>,
+    /// The model's `module_flops`, `macs` and `dmas` (not requested in structure mode).
+    pub module_totals: Py<PyDict>,
+    /// The operator FLOPs of every module path (empty in structure mode).
+    pub by_module: Py<PyList>,
+    /// The diagnostics of modules without a formula (empty in structure mode).
+    pub diagnostics: Py<PyList>,
+    /// Per operator entry with deferred formulas, what they came to.
+    pub tallies: Vec<Py<FormulaTally>>,
+}
+
+/// Assembles the per-call parts of analysis reports; made once, with what every analysis of
+/// the process shares.
 ///
-/// Returns `(layers, module_totals, by_module, diagnostics, tallies)`: the report's layers in
-/// the order the calls opened; the model's `module_flops`, `macs` and `dmas` (not requested
-/// in structure mode); the operator FLOPs of every module path and the diagnostics of modules
-/// without a formula (both empty in structure mode); and, per operator entry with deferred
-/// formulas, `(entry, counted calls, FLOPs, uncounted calls, failures)` for the counter's
-/// statistics.
-///
-/// `full` asks for the estimates, receptive fields and operator figures, from the forward's
-/// `log` (calls as their positions, operators as the crawl counter logs them, read as
-/// `operators` says) and the model inputs' `(id, ndim)` (`seeds`). `own` holds each recorded
-/// module's own parameters and buffers, counted at the first layer that holds them.
-/// `helpers` is `(kind_of, iter_tensors)` as [`FieldTracker`] takes them, `describe` the
-/// describing function with its dtype and device names, and `texts` the scopes and methods of
-/// the report.
-#[pyfunction]
+/// `kind_of(module)` gives a module's [`crate::receptive_fields::ModuleKind`] and
+/// `iter_tensors(value)` the tensor specs of a frozen value, as [`FieldTracker`] takes them;
+/// `describe(value)` describes a value other than a tensor spec, and `dtype_names` and
+/// `device_names` name the dtypes and devices of tensor specs. `module_scope`, `module_method`,
+/// `path_scope` and `path_method` are the scopes and methods of module estimates and of the
+/// operator FLOPs of module paths. `counted`, `deferred` and `uncounted` are the outcome codes
+/// of `torchscan.opflops.mode`, `size_type` is `torch.Size` and `shape_elements(values)` the
+/// Python count of the elements of shapes, for counts the compiled one cannot hold.
+#[pyclass(module = "torchscan._core", frozen)]
+pub struct Assembler {
+    kind_of: Py<PyAny>,
+    iter_tensors: Py<PyAny>,
+    describe: Py<PyAny>,
+    dtype_names: Py<PyDict>,
+    device_names: Py<PyDict>,
+    texts: Texts,
+    counted: i64,
+    deferred: i64,
+    uncounted: i64,
+    size_type: Py<PyAny>,
+    shape_elements: Py<PyAny>,
+}
+
+#[pymethods]
+impl Assembler {
+    /// An assembler with every part named (see the class documentation).
+    #[new]
+    #[pyo3(signature = (
+        *,
+        kind_of,
+        iter_tensors,
+        describe,
+        dtype_names,
+        device_names,
+        module_scope,
+        module_method,
+        path_scope,
+        path_method,
+        counted,
+        deferred,
+        uncounted,
+        size_type,
+        shape_elements,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        kind_of: Py<PyAny>,
+        iter_tensors: Py<PyAny>,
+        describe: Py<PyAny>,
+        dtype_names: Py<PyDict>,
+        device_names: Py<PyDict>,
+        module_scope: Py<PyString>,
+        module_method: Py<PyString>,
+        path_scope: Py<PyString>,
+        path_method: Py<PyString>,
+        counted: i64,
+        deferred: i64,
+        uncounted: i64,
+        size_type: Py<PyAny>,
+        shape_elements: Py<PyAny>,
+    ) -> Self {
+        Self {
+            kind_of,
+            iter_tensors,
+            describe,
+            dtype_names,
+            device_names,
+            texts: Texts {
+                module_scope,
+                module_method,
+                path_scope,
+                path_method,
+            },
+            counted,
+            deferred,
+            uncounted,
+            size_type,
+            shape_elements,
+        }
+    }
+
+    /// Assembles the per-call parts of an analysis report from a recorder whose forward is
+    /// over.
+    ///
+    /// With a `log` (full mode: module calls as their positions and [`OperatorRecord`]s, in the
+    /// order they ran), the estimates, receptive fields (seeded at the model inputs'
+    /// `(id, ndim)`, `seeds`) and operator figures are worked out; without one (structure mode)
+    /// they are not requested. `own` holds each recorded module's own parameters and buffers,
+    /// counted at the first layer that holds them.
+    #[pyo3(signature = (recorder, own, *, log = None, seeds = Vec::new()))]
+    fn assemble<'py>(
+        &self,
+        py: Python<'py>,
+        recorder: &Bound<'py, CallRecorder>,
+        own: PyRef<'py, OwnStorage>,
+        log: Option<Bound<'py, PyList>>,
+        seeds: Vec<(usize, usize)>,
+    ) -> PyResult<Assembly> {
+        let operators = OperatorPass {
+            counted: self.counted,
+            deferred: self.deferred,
+            uncounted: self.uncounted,
+            size_type: self.size_type.bind(py).clone(),
+            shape_elements: self.shape_elements.bind(py).clone(),
+        };
+        let describe = Describe {
+            describe: self.describe.bind(py).clone(),
+            dtype_names: self.dtype_names.bind(py).clone(),
+            device_names: self.device_names.bind(py).clone(),
+        };
+        let helpers = (self.kind_of.clone_ref(py), self.iter_tensors.clone_ref(py));
+        assemble(
+            py,
+            recorder,
+            log,
+            seeds,
+            &operators,
+            own,
+            helpers,
+            &describe,
+            &self.texts,
+        )
+    }
+}
+
+/// Assembles the per-call parts of an analysis report (see [`Assembler::assemble`]).
 #[allow(clippy::too_many_arguments)]
-#[allow(clippy::type_complexity)]
 fn assemble<'py>(
     py: Python<'py>,
     recorder: &Bound<'py, CallRecorder>,
-    full: bool,
     log: Option<Bound<'py, PyList>>,
     seeds: Vec<(usize, usize)>,
-    operators: OperatorPass<'py>,
+    operators: &OperatorPass<'py>,
     own: PyRef<'py, OwnStorage>,
     helpers: (Py<PyAny>, Py<PyAny>),
-    describe: Describe<'py>,
-    texts: Texts,
-) -> PyResult<(
-    Bound<'py, PyList>,
-    Bound<'py, PyDict>,
-    Bound<'py, PyList>,
-    Bound<'py, PyList>,
-    Bound<'py, PyList>,
-)> {
+    describe: &Describe<'py>,
+    texts: &Texts,
+) -> PyResult<Assembly> {
+    let full = log.is_some();
     // Everything is copied out first: formulas run Python code, which must find the recorder
     // free.
     let (modules, mut nodes, closed) = {
@@ -417,6 +549,7 @@ fn assemble<'py>(
                 level: 0,
                 own_flops: 0,
                 own_dmas: 0,
+                own_dmas_beyond: 0.0,
                 own_uncounted: None,
                 first_op: -1,
                 estimates: None,
@@ -443,17 +576,20 @@ fn assemble<'py>(
     let mut diagnostics: Vec<Bound<'py, PyDict>> = Vec::new();
     let mut fields: Vec<Option<Bound<'py, PyDict>>> = (0..count).map(|_| None).collect();
     let mut tracker = FieldTracker::new(helpers.0, helpers.1);
-    let tallies = PyList::empty(py);
+    let mut tallies: Vec<Py<FormulaTally>> = Vec::new();
     if full {
         if let Some(log) = &log {
-            for tally in operator_pass(py, log, &mut nodes, &operators)? {
-                tallies.append((
-                    tally.entry,
-                    tally.counted,
-                    tally.flops,
-                    tally.uncounted,
-                    tally.failures,
-                ))?;
+            for tally in operator_pass(py, log, &mut nodes, operators)? {
+                tallies.push(Py::new(
+                    py,
+                    FormulaTally {
+                        entry: tally.entry.unbind(),
+                        counted: tally.counted,
+                        flops: tally.flops,
+                        uncounted: tally.uncounted,
+                        failures: tally.failures,
+                    },
+                )?);
             }
         }
         let mut reported: HashSet<usize> = HashSet::new();
@@ -473,8 +609,8 @@ fn assemble<'py>(
         }
         if let Some(log) = &log {
             for event in log.iter() {
-                if let Ok(record) = event.cast::<PyList>() {
-                    tracker.on_operator(py, record)?;
+                if let Ok(record) = event.cast::<OperatorRecord>() {
+                    tracker.on_operator(py, record.get())?;
                     continue;
                 }
                 let position: usize = event.extract()?;
@@ -631,14 +767,14 @@ fn assemble<'py>(
             by_module.append(entry)?;
         }
     }
-    let totals = module_totals(py, &nodes, &modules, &texts, full)?;
-    Ok((
-        layers,
-        totals,
-        by_module,
-        PyList::new(py, diagnostics)?,
+    let totals = module_totals(py, &nodes, &modules, texts, full)?;
+    Ok(Assembly {
+        layers: layers.unbind(),
+        module_totals: totals.unbind(),
+        by_module: by_module.unbind(),
+        diagnostics: PyList::new(py, diagnostics)?.unbind(),
         tallies,
-    ))
+    })
 }
 
 /// Gives each call the FLOPs, DMAs and uncounted operator names of the operators it ran itself
@@ -653,17 +789,12 @@ fn operator_pass<'py>(
     let mut tallies: Vec<Tally<'py>> = Vec::new();
     let mut sequence: i64 = 0;
     for event in log.iter() {
-        let Ok(record) = event.cast::<PyList>() else {
+        let Ok(record) = event.cast::<OperatorRecord>() else {
             continue;
         };
-        let items: Vec<Bound<'py, PyAny>> = record.iter().collect();
-        if items.len() < 8 {
-            return Err(PyValueError::new_err(
-                "an operator record of the log is too short",
-            ));
-        }
-        let entry = &items[0];
-        let call: Option<usize> = items[1].extract()?;
+        let record = record.get();
+        let entry = record.entry.bind(py);
+        let call = record.call;
         if let Some(position) = call {
             let Some(node) = nodes.get_mut(position) else {
                 return Err(PyValueError::new_err(format!(
@@ -676,8 +807,12 @@ fn operator_pass<'py>(
             }
         }
         sequence += 1;
-        let mut outcome: i64 = items[2].extract()?;
-        let (args, kwargs, out) = (&items[4], &items[5], &items[7]);
+        let mut outcome = record.outcome;
+        let (args, kwargs, out) = (
+            record.args.bind(py),
+            record.kwargs.bind(py),
+            record.out.bind(py),
+        );
         let mut flops: u128 = 0;
         if outcome == pass.deferred {
             let index = match tallies.iter().position(|tally| tally.entry.is(entry)) {
@@ -726,7 +861,7 @@ fn operator_pass<'py>(
                 }
             }
         } else if outcome == pass.counted {
-            flops = items[3].extract()?;
+            flops = record.flops;
         }
         let Some(position) = call else {
             continue;
@@ -744,11 +879,15 @@ fn operator_pass<'py>(
                 py,
                 [args.clone(), PyTuple::new(py, [out])?.into_any(), keywords],
             )?;
-            let dmas = match shape_elements(moved.as_any(), &pass.size_type) {
-                Some(dmas) => dmas,
-                None => pass.shape_elements.call1((moved,))?.extract()?,
-            };
-            node.own_dmas = node.own_dmas.saturating_add(dmas);
+            match shape_elements(moved.as_any(), &pass.size_type) {
+                Some(dmas) => node.own_dmas = node.own_dmas.saturating_add(dmas),
+                // Beyond 128 bits (shapes of meta tensors can be that large): Python's exact
+                // count, kept as the nearest float.
+                None => {
+                    let dmas: f64 = pass.shape_elements.call1((moved,))?.extract()?;
+                    node.own_dmas_beyond += dmas;
+                }
+            }
         } else if outcome == pass.uncounted {
             let name: String = entry.getattr(intern!(py, "name"))?.extract()?;
             node.own_uncounted
@@ -832,7 +971,11 @@ fn estimate<'py>(
         ));
     }
     let own_flops = node.own_flops as f64;
-    let own = [own_flops, own_flops / 2.0, node.own_dmas as f64];
+    let own = [
+        own_flops,
+        own_flops / 2.0,
+        node.own_dmas as f64 + node.own_dmas_beyond,
+    ];
     let method = if node.children.is_empty() {
         intern!(py, FROM_OPERATORS)
     } else {
@@ -966,5 +1109,7 @@ fn module_totals<'py>(
 
 /// Adds [`assemble`] to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_function(wrap_pyfunction!(assemble, module)?)
+    module.add_class::<FormulaTally>()?;
+    module.add_class::<Assembly>()?;
+    module.add_class::<Assembler>()
 }

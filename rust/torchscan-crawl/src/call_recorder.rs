@@ -315,40 +315,6 @@ impl CallRecorder {
         Ok(())
     }
 
-    /// The calls, in the order they opened, as
-    /// `(module, path, depth, call_index, parent, inputs, output, finished)` with `parent` the
-    /// position of the call it was made in (or `None`), and the positions of the calls in the
-    /// order they closed. A call that never closed has `None` inputs and output.
-    #[allow(clippy::type_complexity)]
-    fn records<'py>(&self, py: Python<'py>) -> PyResult<(Vec<Bound<'py, PyTuple>>, Vec<usize>)> {
-        let mut records = Vec::with_capacity(self.calls.len());
-        for call in &self.calls {
-            let known = &self.known[call.module];
-            let none = || py.None();
-            records.push(PyTuple::new(
-                py,
-                [
-                    known.module.clone_ref(py),
-                    known.path.clone_ref(py),
-                    known.depth.into_py_any(py)?,
-                    call.call_index.into_py_any(py)?,
-                    match call.parent {
-                        Some(parent) => parent.into_py_any(py)?,
-                        None => none(),
-                    },
-                    call.inputs
-                        .as_ref()
-                        .map_or_else(none, |value| value.clone_ref(py)),
-                    call.output
-                        .as_ref()
-                        .map_or_else(none, |value| value.clone_ref(py)),
-                    call.finished.into_py_any(py)?,
-                ],
-            )?);
-        }
-        Ok((records, self.closed.clone()))
-    }
-
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         for known in &self.known {
             visit.call(&known.module)?;
@@ -494,7 +460,6 @@ impl ModuleForward {
 /// through lists, tuples and dicts of exactly those types: the data an operator's counted call
 /// moves, from the shapes logged for it. `None` when a total or a product does not fit in 128
 /// bits, or a size is not a non-negative integer; the caller then counts in Python.
-#[pyfunction]
 pub(crate) fn shape_elements(
     values: &Bound<'_, PyAny>,
     size_type: &Bound<'_, PyAny>,
@@ -554,11 +519,9 @@ fn add_shape_elements(
     true
 }
 
-/// Adds [`TensorSpec`], [`CallRecorder`], [`ModuleForward`] and [`shape_elements`] to the
-/// module.
+/// Adds [`TensorSpec`], [`CallRecorder`] and [`ModuleForward`] to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<TensorSpec>()?;
     module.add_class::<CallRecorder>()?;
-    module.add_class::<ModuleForward>()?;
-    module.add_function(wrap_pyfunction!(shape_elements, module)?)
+    module.add_class::<ModuleForward>()
 }

@@ -11,17 +11,29 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use pyo3::exceptions::PyRuntimeError;
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyTuple};
-use pyo3::{IntoPyObjectExt, intern};
 
 use crate::call_recorder::CallRecorder;
+use crate::operator_record::OperatorRecord;
 
 /// Calls of one entry logged here: the entry, its calls and its uncounted calls.
 struct Tally {
     entry: Py<PyAny>,
     calls: u64,
     uncounted: u64,
+}
+
+/// The calls of one operator entry that a [`DispatchRecorder`] logged.
+#[pyclass(module = "torchscan._core", frozen, get_all)]
+pub struct CallTally {
+    /// The operator's `Entry` (`torchscan.opflops.mode`).
+    pub entry: Py<PyAny>,
+    /// Its calls.
+    pub calls: u64,
+    /// Those that are uncounted.
+    pub uncounted: u64,
 }
 
 /// The tallies in the order their entries were first seen, and where each entry's is.
@@ -34,10 +46,9 @@ struct Tallies {
 /// Logs the lean operator calls of one analysed forward (`torchscan.crawl.dispatch_recorder`'s dispatch mode).
 ///
 /// Called as the mode's `__torch_dispatch__(func, types, args, kwargs)` through a bound method.
-/// A lean call appends to `log` the list
-/// `[entry, top, outcome, 0, shaped_args, kwargs, first, shaped_out, out_ids, *input_ids]`
-/// (`top`: the position of the innermost module call running, see [`CallRecorder`]) that the
-/// Python side reads after the forward; anything else is handed to `general`. The calls of each
+/// A lean call appends an [`OperatorRecord`] to `log` (its `call` is the position of the
+/// innermost module call running, see [`CallRecorder`]), which the assembly reads after the
+/// forward; anything else is handed to `general`. The calls of each
 /// entry logged here are tallied apart, for `tallies()` after the forward.
 #[pyclass(module = "torchscan._core", frozen)]
 pub struct DispatchRecorder {
@@ -136,9 +147,9 @@ impl DispatchRecorder {
         }
     }
 
-    /// `[(entry, calls, uncounted calls), ...]` of the calls logged here since the last time,
-    /// in the order their entries were first seen.
-    fn tallies(&self, py: Python<'_>) -> PyResult<Vec<(Py<PyAny>, u64, u64)>> {
+    /// The calls logged here since the last time, per entry, in the order entries were first
+    /// seen.
+    fn tallies(&self, py: Python<'_>) -> PyResult<Vec<CallTally>> {
         let mut tallies = self
             .tallies
             .lock()
@@ -148,7 +159,11 @@ impl DispatchRecorder {
         Ok(drained
             .order
             .into_iter()
-            .map(|tally| (tally.entry.clone_ref(py), tally.calls, tally.uncounted))
+            .map(|tally| CallTally {
+                entry: tally.entry.clone_ref(py),
+                calls: tally.calls,
+                uncounted: tally.uncounted,
+            })
             .collect())
     }
 
@@ -207,18 +222,19 @@ impl DispatchRecorder {
 
         let mut code = lean.code;
         self.tally(&entry, code == self.uncounted)?;
-        let mut ids: Vec<Bound<'py, PyAny>> = Vec::new();
+        let mut inputs: Vec<usize> = Vec::new();
         let shaped_args: Bound<'py, PyAny>;
         let shaped_out: Bound<'py, PyAny>;
-        let out_ids: Bound<'py, PyAny>;
-        if code == self.counted {
+        let mut outputs: Vec<(usize, usize)> = Vec::new();
+        let counted = code == self.counted;
+        if counted {
             // Shapes are taken after the call, as formulas see them.
             code = self.deferred;
             let shaped = PyList::empty(py);
             for value in positional.iter() {
                 if value.is_instance(tensor)? {
                     shaped.append(value.getattr(intern!(py, "shape"))?)?;
-                    ids.push(identity(py, &value)?);
+                    inputs.push(identity(&value));
                 } else {
                     shaped.append(value)?;
                 }
@@ -226,53 +242,44 @@ impl DispatchRecorder {
             shaped_args = shaped.into_any();
             if out.is_instance(tensor)? {
                 shaped_out = out.getattr(intern!(py, "shape"))?;
-                out_ids = identity(py, &out)?;
+                outputs.push((identity(&out), shaped_out.len()?));
             } else {
                 shaped_out = shapes_of(py, &out, tensor)?;
-                out_ids = tensor_ids(py, &out, tensor)?;
+                collect_ids(py, &out, tensor, &mut outputs)?;
             }
         } else {
-            // Excluded or uncounted: no formula and no DMAs; identities (and the result's
-            // number of dimensions) are all the receptive fields need.
+            // Excluded or uncounted: no formula and no DMAs; identities (and the results'
+            // numbers of dimensions) are all the receptive fields need.
             for value in positional.iter() {
                 if value.is_instance(tensor)? {
-                    ids.push(identity(py, &value)?);
+                    inputs.push(identity(&value));
                 }
             }
             shaped_args = py.None().into_bound(py);
-            if out.is_instance(tensor)? {
-                shaped_out = out.call_method0(intern!(py, "dim"))?;
-                out_ids = identity(py, &out)?;
-            } else {
-                shaped_out = py.None().into_bound(py);
-                out_ids = tensor_ids(py, &out, tensor)?;
-            }
+            shaped_out = py.None().into_bound(py);
+            collect_ids(py, &out, tensor, &mut outputs)?;
         }
-        let first = match positional.get_item(0) {
-            Ok(value) if value.is_instance(tensor)? => 1_i64,
-            _ => 0_i64,
+        let first_inputs = match positional.get_item(0) {
+            Ok(value) if value.is_instance(tensor)? => 1,
+            _ => 0,
         };
-        let top = match self.recorder.bind(py).try_borrow()?.top() {
-            Some(position) => position.into_bound_py_any(py)?,
-            None => py.None().into_bound(py),
+        let call = self.recorder.bind(py).try_borrow()?.top();
+        let record = OperatorRecord {
+            entry: entry.unbind(),
+            call,
+            outcome: code,
+            flops: 0,
+            args: shaped_args.unbind(),
+            kwargs: match keywords {
+                Some(dict) if counted => dict.into_any().unbind(),
+                _ => py.None(),
+            },
+            out: shaped_out.unbind(),
+            inputs,
+            first_inputs,
+            outputs,
         };
-        let keywords_logged = match keywords {
-            Some(dict) => dict.into_any(),
-            None => py.None().into_bound(py),
-        };
-        let mut fields = vec![
-            entry,
-            top,
-            code.into_bound_py_any(py)?,
-            0_i64.into_bound_py_any(py)?,
-            shaped_args,
-            keywords_logged,
-            first.into_bound_py_any(py)?,
-            shaped_out,
-            out_ids,
-        ];
-        fields.append(&mut ids);
-        let record = PyList::new(py, fields)?;
+        let record = Bound::new(py, record)?;
         self.log.bind(py).append(record)?;
         Ok(out)
     }
@@ -384,8 +391,8 @@ impl DispatchRecorder {
 }
 
 /// `id(value)`: the address CPython identifies an object by.
-fn identity<'py>(py: Python<'py>, value: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    (value.as_ptr() as usize).into_bound_py_any(py)
+fn identity(value: &Bound<'_, PyAny>) -> usize {
+    value.as_ptr() as usize
 }
 
 /// A value as shape formulas take it: every tensor replaced by its shape, through tuples, lists
@@ -432,27 +439,17 @@ fn shapes_of<'py>(
     Ok(value.clone())
 }
 
-/// `[(id(t), t.dim()), ...]` for the tensors of a result, in order, through tuples, lists and
-/// dicts.
-fn tensor_ids<'py>(
-    py: Python<'py>,
-    value: &Bound<'py, PyAny>,
-    tensor: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let found = PyList::empty(py);
-    collect_ids(py, value, tensor, &found)?;
-    Ok(found.into_any())
-}
-
+/// Appends `(id(t), t.dim())` of the tensors of a result to `found`, in order, through tuples,
+/// lists and dicts.
 fn collect_ids<'py>(
     py: Python<'py>,
     value: &Bound<'py, PyAny>,
     tensor: &Bound<'py, PyAny>,
-    found: &Bound<'py, PyList>,
+    found: &mut Vec<(usize, usize)>,
 ) -> PyResult<()> {
     if value.is_instance(tensor)? {
-        let dims = value.call_method0(intern!(py, "dim"))?;
-        found.append(PyTuple::new(py, [identity(py, value)?, dims])?)?;
+        let dims: usize = value.call_method0(intern!(py, "dim"))?.extract()?;
+        found.push((identity(value), dims));
     } else if value.is_instance_of::<PyList>() || value.is_instance_of::<PyTuple>() {
         for item in value.try_iter()? {
             collect_ids(py, &item?, tensor, found)?;
@@ -467,5 +464,6 @@ fn collect_ids<'py>(
 
 /// Adds [`DispatchRecorder`] to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<CallTally>()?;
     module.add_class::<DispatchRecorder>()
 }

@@ -8,6 +8,7 @@
 //! - [`call_recorder`]: the module-forward stand-in and the record of every module call;
 //! - [`dispatch_recorder`]: the common path of the operator dispatch, logged without a Python
 //!   frame;
+//! - [`operator_record`]: one executed operator as the log keeps it;
 //! - [`storage`]: a model's parameters and buffers, each module's own and the storage totals;
 //! - [`receptive_fields`]: receptive fields replayed along the operator log;
 //! - [`assembly`]: the layers, the module estimates and the operator views of the report;
@@ -22,6 +23,7 @@
 pub mod assembly;
 pub mod call_recorder;
 pub mod dispatch_recorder;
+pub mod operator_record;
 pub mod receptive_fields;
 pub mod storage;
 pub mod template;
@@ -33,6 +35,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     assembly::register(module)?;
     call_recorder::register(module)?;
     dispatch_recorder::register(module)?;
+    operator_record::register(module)?;
     receptive_fields::register(module)?;
     storage::register(module)?;
     Ok(())

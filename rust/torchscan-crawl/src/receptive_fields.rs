@@ -9,14 +9,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple, PyType};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use torchscan_core::receptive_field::{Field, Step};
 
 use crate::call_recorder::TensorSpec;
+use crate::operator_record::OperatorRecord;
 use crate::template::Template;
 
 /// Why a call has no field when its input depends on the model input through a step that no
@@ -28,12 +29,6 @@ const NOT_A_CHAIN: &str = "the output is not produced by a chain of tracked laye
      merged by an untracked operation, or no spatial dimensions)";
 const NOT_FROM_INPUT: &str = "the input does not come from the model input through tracked layers";
 const TRANSPOSED: &str = "transposed convolutions are not tracked";
-
-/// Positions in an operator's log record (`torchscan.crawl.dispatch_recorder`'s `_OP_*`).
-const OP_FIRST_COUNT: usize = 6;
-const OP_SHAPED_OUT: usize = 7;
-const OP_OUT_IDS: usize = 8;
-const OP_INPUT_IDS: usize = 9;
 
 /// What a tensor carries: a field, or the mark of a tensor that depends on the model input
 /// through a step no field describes (attention, a linear layer, an upsampling...).
@@ -65,13 +60,51 @@ pub(crate) struct Kind {
     pub(crate) formula_method: Py<PyString>,
 }
 
+/// What the analysis needs of a module's type: its formula, field step and estimate.
+///
+/// `torchscan.crawl.receptive_fields` makes one per module type; it depends on the type alone.
+#[pyclass(module = "torchscan._core", frozen, get_all)]
+pub struct ModuleKind {
+    /// Whether a module formula covers the type.
+    pub has_formula: bool,
+    /// Whether the type is a transposed convolution.
+    pub transposed: bool,
+    /// The formula's receptive-field step, or `None`.
+    pub field: Py<PyAny>,
+    /// Whether that step is `passthrough_batched`, which the replay works out itself.
+    pub batched_passthrough: bool,
+    /// The formula's estimate (`estimate(module, inputs, output)`), or `None`.
+    pub estimate: Py<PyAny>,
+}
+
+#[pymethods]
+impl ModuleKind {
+    /// A kind with every field named.
+    #[new]
+    #[pyo3(signature = (*, has_formula, transposed, field, batched_passthrough, estimate))]
+    fn new(
+        has_formula: bool,
+        transposed: bool,
+        field: Py<PyAny>,
+        batched_passthrough: bool,
+        estimate: Py<PyAny>,
+    ) -> Self {
+        Self {
+            has_formula,
+            transposed,
+            field,
+            batched_passthrough,
+            estimate,
+        }
+    }
+}
+
 /// Carries receptive fields along an analysed forward's log (see the module documentation).
 ///
-/// `kind_of(module)` answers `(has_rule, is_transposed_convolution, field_or_None,
-/// field_is_passthrough_batched, estimate_or_None)` for a module's type; `iter_tensors(value)`
-/// lists the tensor specs of a frozen value. `replay(log)` takes module calls as objects with
-/// `module`, `inputs`, `output` and `children` and sets their `receptive_field`.
-#[pyclass(module = "torchscan._core")]
+/// `kind_of(module)` answers a [`ModuleKind`] for a module's type; `iter_tensors(value)`
+/// lists the tensor specs of a frozen value. The assembly hands it the log's operators
+/// ([`FieldTracker::on_operator`]) and module calls ([`FieldTracker::on_call`]) in the order
+/// they ran.
 pub struct FieldTracker {
     states: HashMap<usize, State>,
     kinds: HashMap<usize, Arc<Kind>>,
@@ -80,11 +113,9 @@ pub struct FieldTracker {
     iter_tensors: Py<PyAny>,
 }
 
-#[pymethods]
 impl FieldTracker {
     /// A tracker that knows no field yet, asking `kind_of` about module types and listing the
     /// tensor specs of frozen values with `iter_tensors`.
-    #[new]
     pub(crate) fn new(kind_of: Py<PyAny>, iter_tensors: Py<PyAny>) -> Self {
         Self {
             states: HashMap::new(),
@@ -104,76 +135,32 @@ impl FieldTracker {
                 .insert(ident, State::Field(Arc::new(Field::position(spatial))));
         }
     }
-
-    /// Carries the fields along the log, module calls and operators in the order they ran;
-    /// sets every call's `receptive_field`.
-    fn replay(&mut self, py: Python<'_>, log: &Bound<'_, PyList>) -> PyResult<()> {
-        for event in log.iter() {
-            match event.cast::<PyList>() {
-                Ok(record) => self.on_operator(py, record)?,
-                Err(_) => {
-                    let module = event.getattr(intern!(py, "module"))?;
-                    let inputs = event.getattr(intern!(py, "inputs"))?;
-                    let output = event.getattr(intern!(py, "output"))?;
-                    let children = event.getattr(intern!(py, "children"))?.is_truthy()?;
-                    let field = self.on_call(py, &module, &inputs, &output, children)?;
-                    event.setattr(intern!(py, "receptive_field"), field)?;
-                }
-            }
-        }
-        Ok(())
-    }
 }
 
 impl FieldTracker {
     /// Carries the fields through one operator of the log.
-    pub(crate) fn on_operator(
-        &mut self,
-        py: Python<'_>,
-        record: &Bound<'_, PyList>,
-    ) -> PyResult<()> {
-        let items: Vec<Bound<'_, PyAny>> = record.iter().collect();
-        if items.len() < OP_INPUT_IDS {
-            return Err(PyValueError::new_err(
-                "an operator record of the log is too short",
-            ));
-        }
-        let inputs: Vec<usize> = items[OP_INPUT_IDS..]
-            .iter()
-            .map(|item| item.extract())
-            .collect::<PyResult<_>>()?;
-        let raw_outputs = &items[OP_OUT_IDS];
-        // Checked before extracting: a failed extraction makes an exception object.
-        let outputs: Vec<(usize, usize)> = if raw_outputs.is_instance_of::<PyInt>() {
-            let shaped = &items[OP_SHAPED_OUT];
-            let ndim = if shaped.is_instance_of::<PyInt>() {
-                shaped.extract()?
-            } else {
-                shaped.len()?
-            };
-            vec![(raw_outputs.extract()?, ndim)]
-        } else {
-            raw_outputs.extract()?
-        };
-        if self.is_elementwise(py, &items[0])? {
+    pub(crate) fn on_operator(&mut self, py: Python<'_>, record: &OperatorRecord) -> PyResult<()> {
+        let inputs = &record.inputs;
+        let outputs = &record.outputs;
+        if self.is_elementwise(py, record.entry.bind(py))? {
             // Fields are carried from the inputs to the outputs; new tensors at an address end
             // the state kept there first.
-            for (ident, _) in &outputs {
+            for (ident, _) in outputs {
                 if !inputs.contains(ident) {
                     self.states.remove(ident);
                 }
             }
-            self.combine(&inputs, &outputs);
+            self.combine(inputs, outputs);
             return Ok(());
         }
         // Any other operator's new results depend on its first argument (the tensor it works
         // on, or the list of them) in a way no field step describes.
-        let first: usize = items[OP_FIRST_COUNT].extract()?;
+        let first = record.first_inputs;
         let mixed = inputs
             .iter()
             .take(first)
             .any(|ident| self.states.contains_key(ident));
-        for (ident, _) in &outputs {
+        for (ident, _) in outputs {
             if inputs.contains(ident) {
                 continue; // an argument returned as it is (an in-place operator)
             }
@@ -265,14 +252,15 @@ impl FieldTracker {
             return Ok(known.clone());
         }
         let answer = self.kind_of.bind(py).call1((module,))?;
-        #[allow(clippy::type_complexity)]
-        let (has_rule, transposed, field, batched_passthrough, estimate): (
-            bool,
-            bool,
-            Bound<'_, PyAny>,
-            bool,
-            Bound<'_, PyAny>,
-        ) = answer.extract()?;
+        let answer = answer.cast_into::<ModuleKind>().map_err(|_| {
+            PyTypeError::new_err("kind_of(module) must return a torchscan._core.ModuleKind")
+        })?;
+        let answer = answer.get();
+        let has_rule = answer.has_formula;
+        let transposed = answer.transposed;
+        let batched_passthrough = answer.batched_passthrough;
+        let field = answer.field.bind(py).clone();
+        let estimate = answer.estimate.bind(py).clone();
         let name_object = kind.name()?;
         let name: String = name_object.extract()?;
         let known = Arc::new(Kind {
@@ -479,7 +467,7 @@ pub(crate) fn unavailable<'py>(
     Ok(section)
 }
 
-/// Adds [`FieldTracker`] to the module.
+/// Adds [`ModuleKind`] to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_class::<FieldTracker>()
+    module.add_class::<ModuleKind>()
 }

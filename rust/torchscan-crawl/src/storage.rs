@@ -12,20 +12,47 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 use torchscan_core::coverage::{View, cover};
 
-/// The storage totals of distinct tensors: `(parameters, trainable parameters, parameter
-/// bytes, buffer elements, buffer bytes, floating-point parameter dtypes, devices)`.
-type Totals<'py> = (
-    u64,
-    u64,
-    u64,
-    u64,
-    u64,
-    Vec<Bound<'py, PyAny>>,
-    Vec<Bound<'py, PyAny>>,
-);
+/// What [`walk_storage`] found: each module's own tensors, the storage totals of distinct
+/// tensors (every storage element counted once) and the ties.
+#[pyclass(module = "torchscan._core", frozen, get_all)]
+pub struct StorageWalk {
+    /// Each module's own parameters and buffers, for the assembly.
+    pub own: Py<OwnStorage>,
+    /// Parameter elements.
+    pub parameters: u64,
+    /// Elements of the parameters that require grad.
+    pub trainable: u64,
+    /// Bytes of the parameters.
+    pub parameter_bytes: u64,
+    /// Buffer elements.
+    pub buffer_elements: u64,
+    /// Bytes of the buffers.
+    pub buffer_bytes: u64,
+    /// The floating-point dtypes of the parameters, each once, in the order met.
+    pub dtypes: Vec<Py<PyAny>>,
+    /// The devices of the parameters and buffers, each once, in the order met.
+    pub devices: Vec<Py<PyAny>>,
+    /// Tensors counted once although reachable under more than one name or overlapping in
+    /// storage, one group each.
+    pub ties: Vec<Py<StorageTie>>,
+}
 
-/// Tensors counted once although reachable under more than one name or overlapping in storage:
-/// `(names, distinct tensors, their elements, the elements counted)`, one per group.
+/// A group of tensors counted once: reachable under more than one name, or overlapping in one
+/// storage (a transposed tie).
+#[pyclass(module = "torchscan._core", frozen, get_all)]
+pub struct StorageTie {
+    /// The names the group's tensors are reachable under.
+    pub names: Vec<String>,
+    /// How many distinct tensors the group has.
+    pub tensors: usize,
+    /// Their elements, each tensor in full.
+    pub elements: u64,
+    /// The elements counted: each storage element once.
+    pub counted: u64,
+}
+
+/// Tensors counted once, one group each: `(names, distinct tensors, their elements, the
+/// elements counted)`.
 type Ties = Vec<(Vec<String>, usize, u64, u64)>;
 
 /// Storage totals being added up, one distinct tensor at a time.
@@ -86,16 +113,33 @@ impl<'py> Sums<'py> {
         Ok(())
     }
 
-    fn totals(self) -> Totals<'py> {
-        (
-            self.parameters,
-            self.trainable,
-            self.parameter_bytes,
-            self.buffers,
-            self.buffer_bytes,
-            self.dtypes,
-            self.devices,
-        )
+    /// The totals with the modules' own tensors and the ties, as [`walk_storage`] returns them.
+    fn into_walk(self, py: Python<'py>, own: OwnStorage, ties: Ties) -> PyResult<StorageWalk> {
+        let ties = ties
+            .into_iter()
+            .map(|(names, tensors, elements, counted)| {
+                Py::new(
+                    py,
+                    StorageTie {
+                        names,
+                        tensors,
+                        elements,
+                        counted,
+                    },
+                )
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(StorageWalk {
+            own: Py::new(py, own)?,
+            parameters: self.parameters,
+            trainable: self.trainable,
+            parameter_bytes: self.parameter_bytes,
+            buffer_elements: self.buffers,
+            buffer_bytes: self.buffer_bytes,
+            dtypes: self.dtypes.into_iter().map(Bound::unbind).collect(),
+            devices: self.devices.into_iter().map(Bound::unbind).collect(),
+            ties,
+        })
     }
 }
 
@@ -338,13 +382,9 @@ fn named_identities<'py>(named_modules: &Bound<'py, PyList>) -> PyResult<Vec<(St
 /// Returns the own parameters and buffers of every module, in the order modules are first
 /// listed; the storage totals, every storage element counted once (at the first tensor that
 /// covers it, in that order); and the ties: tensors reachable under more than one name, and
-/// tensors that overlap in one storage, each group as `(names, distinct tensors, their
-/// elements, the elements counted)`.
+/// tensors that overlap in one storage.
 #[pyfunction]
-fn walk_storage<'py>(
-    py: Python<'py>,
-    named_modules: &Bound<'py, PyList>,
-) -> PyResult<(OwnStorage, Totals<'py>, Ties)> {
+fn walk_storage<'py>(py: Python<'py>, named_modules: &Bound<'py, PyList>) -> PyResult<StorageWalk> {
     let mut seen_modules: HashSet<usize> = HashSet::new();
     let mut own: Vec<Vec<OwnTensor>> = Vec::new();
     // Every distinct tensor, in order, with where it is listed in `own`.
@@ -432,7 +472,7 @@ fn walk_storage<'py>(
     } else {
         Vec::new()
     };
-    Ok((OwnStorage { modules: own }, sums.totals(), ties))
+    sums.into_walk(py, OwnStorage { modules: own }, ties)
 }
 
 /// The groups of tensors counted once: distinct tensors (`order`, as [`count_once`] counted
@@ -475,8 +515,10 @@ fn ties_of(
         .collect())
 }
 
-/// Adds [`OwnStorage`] and [`walk_storage`] to the module.
+/// Adds [`OwnStorage`], [`StorageWalk`], [`StorageTie`] and [`walk_storage`] to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<OwnStorage>()?;
+    module.add_class::<StorageWalk>()?;
+    module.add_class::<StorageTie>()?;
     module.add_function(wrap_pyfunction!(walk_storage, module)?)
 }
