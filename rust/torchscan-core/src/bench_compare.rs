@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use crate::format::{NOT_RECORDED, dtypes_or, recorded_json_text, recorded_text};
 use crate::schema::benchmark::BenchmarkReport;
 use crate::schema::common::{
     Context, Diagnostic, DiagnosticCode, MetricResult, MetricStatus, SchemaVersionV1, Severity,
@@ -275,24 +276,28 @@ fn context_differences(baseline: &Context, candidate: &Context) -> Vec<String> {
             differences.push(format!("{name} ({left} vs {right})"));
         }
     };
-    note("device", shown(&baseline.device), shown(&candidate.device));
+    note(
+        "device",
+        recorded_text(&baseline.device),
+        recorded_text(&candidate.device),
+    );
     note(
         "threads",
-        shown(&baseline.torch_threads),
-        shown(&candidate.torch_threads),
+        recorded_text(&baseline.torch_threads),
+        recorded_text(&candidate.torch_threads),
     );
     // A change of dtypes between two recorded lists is a change of precision, named apart.
     if baseline.dtypes.is_empty() || candidate.dtypes.is_empty() {
         note(
             "dtypes",
-            recorded_dtypes(&baseline.dtypes),
-            recorded_dtypes(&candidate.dtypes),
+            dtypes_or(&baseline.dtypes, ",", NOT_RECORDED),
+            dtypes_or(&candidate.dtypes, ",", NOT_RECORDED),
         );
     }
     note(
         "torch version",
-        shown(&baseline.torch_version),
-        shown(&candidate.torch_version),
+        recorded_text(&baseline.torch_version),
+        recorded_text(&candidate.torch_version),
     );
     // Each flag that differs, by its report name: the whole set would bury the one that matters.
     let left = serde_json::to_value(&baseline.flags).unwrap_or_default();
@@ -305,20 +310,12 @@ fn context_differences(baseline: &Context, candidate: &Context) -> Vec<String> {
             let other = right.get(name).unwrap_or(&serde_json::Value::Null);
             note(
                 &format!("flag {name}"),
-                shown_json(value),
-                shown_json(other),
+                recorded_json_text(value),
+                recorded_json_text(other),
             );
         }
     }
     differences
-}
-
-fn recorded_dtypes(dtypes: &[String]) -> String {
-    if dtypes.is_empty() {
-        "not recorded".to_owned()
-    } else {
-        crate::schema::common::dtypes_text(dtypes, ",")
-    }
 }
 
 /// The change of precision between two benchmarks, when both recorded their dtypes or their
@@ -372,21 +369,6 @@ fn precision_change(baseline: &Context, candidate: &Context) -> Option<String> {
          and tolerances for the lower precision)",
         parts.join("; ")
     ))
-}
-
-/// A recorded context value as a reader wants it: the value, or `not recorded`.
-fn shown<T: std::fmt::Display>(value: &Option<T>) -> String {
-    value
-        .as_ref()
-        .map_or_else(|| "not recorded".to_owned(), ToString::to_string)
-}
-
-fn shown_json(value: &serde_json::Value) -> String {
-    match value {
-        serde_json::Value::Null => "not recorded".to_owned(),
-        serde_json::Value::String(text) => text.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// A report is noisy when other processes used more than this share of all CPU time while it

@@ -29,17 +29,22 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::format::{
+    UNKNOWN, count_text, dtypes_or, metric_text_in_unit, mode_word, or_unknown, plural, value_text,
+};
 use crate::problem::Problem;
 use crate::schema::analysis::{AnalysisMode, AnalysisReport, CallArguments, Layer, LayerMetrics};
 use crate::schema::common::{
-    Context, Diagnostic, DiagnosticCode, MetricResult, MetricStatus, Severity, ValueMeta,
+    Context, Diagnostic, DiagnosticCode, MetricResult, MetricStatus, Severity,
 };
 use crate::schema::diff::{
     DiffSide, FieldChange, LayerChange, LayerChanges, LayerMetricDelta, LayerRef, ReportDiffKind,
     ReportDiffReport, TotalDelta,
 };
+/// Kept at this path for callers of `compare::ordered_totals`; the order belongs to the
+/// `report_diff` schema.
+pub use crate::schema::diff::{TOTAL_ORDER, ordered_totals};
 use crate::schema::{Report, ReportKind};
-use crate::summary::group_thousands;
 
 /// Which of the two compared reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -63,13 +68,6 @@ impl Side {
 impl fmt::Display for Side {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str(self.as_str())
-    }
-}
-
-fn mode_name(mode: AnalysisMode) -> &'static str {
-    match mode {
-        AnalysisMode::Full => "full",
-        AnalysisMode::Structure => "structure",
     }
 }
 
@@ -127,8 +125,8 @@ impl fmt::Display for CompareError {
                 formatter,
                 "the analysis modes differ: before is `{}`, after is `{}`; analyse both models \
                  in the same mode (both `full` or both `structure`)",
-                mode_name(*before),
-                mode_name(*after)
+                mode_word(*before),
+                mode_word(*after)
             ),
             CompareError::MethodMismatch {
                 metric,
@@ -191,11 +189,7 @@ impl fmt::Display for CompareFailure {
             CompareFailure::Invalid { .. } => {
                 let problems = self.problems();
                 let count = problems.len();
-                write!(
-                    formatter,
-                    "invalid input ({count} problem{}):",
-                    if count == 1 { "" } else { "s" }
-                )?;
+                write!(formatter, "invalid input ({}):", plural(count, "problem"))?;
                 for problem in problems {
                     write!(formatter, "\n  {problem}")?;
                 }
@@ -335,22 +329,6 @@ fn metric_delta(unit: &str, before: &MetricResult, after: &MetricResult) -> Tota
     }
 }
 
-/// The names of the totals, in the order of the analysis report's `totals` (the order renderers
-/// show them in; the diff's `totals` map is sorted by name).
-pub const TOTAL_ORDER: [&str; 11] = [
-    "parameters",
-    "trainable_parameters",
-    "frozen_parameters",
-    "parameter_bytes",
-    "buffer_elements",
-    "buffer_bytes",
-    "shared_tensors",
-    "module_flops",
-    "operator_flops",
-    "macs",
-    "dmas",
-];
-
 fn totals(before: &AnalysisReport, after: &AnalysisReport) -> BTreeMap<String, TotalDelta> {
     let (b, a) = (&before.totals, &after.totals);
     let metrics: [(&str, &str, &MetricResult, &MetricResult); 10] = [
@@ -401,132 +379,9 @@ fn totals(before: &AnalysisReport, after: &AnalysisReport) -> BTreeMap<String, T
     totals
 }
 
-/// The diff's totals in [`TOTAL_ORDER`], then any other name in sorted order.
-pub fn ordered_totals(totals: &BTreeMap<String, TotalDelta>) -> Vec<(&str, &TotalDelta)> {
-    let known = TOTAL_ORDER
-        .iter()
-        .filter_map(|name| totals.get_key_value(*name));
-    let others = totals
-        .iter()
-        .filter(|(name, _)| !TOTAL_ORDER.contains(&name.as_str()));
-    known
-        .chain(others)
-        .map(|(name, delta)| (name.as_str(), delta))
-        .collect()
-}
-
-/// An integer with thousands separators: `1,234,567`.
-fn count_text(count: u64) -> String {
-    let digits = count.to_string();
-    let mut text = String::with_capacity(digits.len() + digits.len() / 3);
-    for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index).is_multiple_of(3) {
-            text.push(',');
-        }
-        text.push(digit);
-    }
-    text
-}
-
-/// A number with thousands separators, without decimals when it is an integer.
-fn number_text(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 1e15 {
-        group_thousands(value, 0)
-    } else {
-        group_thousands(value, 3)
-    }
-}
-
-/// A layer metric as text: `388,800 FLOPs`, `partial, at least 1,000 FLOPs (reason)` or
-/// `unavailable (reason)`.
-fn metric_text(metric: &MetricResult) -> String {
-    let reason = match metric.reason.as_deref() {
-        Some(reason) if !reason.trim().is_empty() => format!(" ({reason})"),
-        _ => String::new(),
-    };
-    match (metric.status, metric.value, metric.known_value) {
-        (MetricStatus::Complete, Some(value), _) => {
-            format!("{} {}", number_text(value), metric.unit)
-        }
-        (MetricStatus::Partial, _, Some(known)) => format!(
-            "partial, at least {} {}{reason}",
-            number_text(known),
-            metric.unit
-        ),
-        (status, _, _) => format!("{}{reason}", status.as_str()),
-    }
-}
-
 /// The parts of a metric that make it change: its status and numbers.
 fn metric_key(metric: &MetricResult) -> (MetricStatus, Option<f64>, Option<f64>) {
     (metric.status, metric.value, metric.known_value)
-}
-
-/// A value's metadata as text: `tensor [1, 8, 30, 30] float32`; `detailed` adds the device and
-/// the grad flag of tensors.
-fn value_text(meta: &ValueMeta, detailed: bool) -> String {
-    let join = |items: Vec<String>| items.join(", ");
-    match meta {
-        ValueMeta::Tensor(tensor) => {
-            let shape = join(tensor.shape.iter().map(u64::to_string).collect());
-            let mut text = format!("tensor [{shape}] {}", tensor.dtype_text());
-            if detailed {
-                text.push_str(" on ");
-                text.push_str(&tensor.device);
-                if tensor.requires_grad {
-                    text.push_str(", requires grad");
-                }
-            }
-            text
-        }
-        ValueMeta::Tuple(sequence) => format!(
-            "({})",
-            join(
-                sequence
-                    .items
-                    .iter()
-                    .map(|item| value_text(item, detailed))
-                    .collect()
-            )
-        ),
-        ValueMeta::List(sequence) => format!(
-            "[{}]",
-            join(
-                sequence
-                    .items
-                    .iter()
-                    .map(|item| value_text(item, detailed))
-                    .collect()
-            )
-        ),
-        ValueMeta::Mapping(mapping) => format!(
-            "{{{}}}",
-            join(
-                mapping
-                    .items
-                    .iter()
-                    .map(|item| format!(
-                        "{}: {}",
-                        item.key_text(),
-                        value_text(&item.value, detailed)
-                    ))
-                    .collect()
-            )
-        ),
-        ValueMeta::Dataclass(record) | ValueMeta::NamedTuple(record) => format!(
-            "{}({})",
-            record.type_name,
-            join(
-                record
-                    .fields
-                    .iter()
-                    .map(|field| format!("{}={}", field.name, value_text(&field.value, detailed)))
-                    .collect()
-            )
-        ),
-        ValueMeta::None(_) => "None".to_owned(),
-        ValueMeta::Scalar(type_only) | ValueMeta::Object(type_only) => type_only.type_name.clone(),
-    }
 }
 
 /// A call's arguments as text: the positional ones, then `name=...` for each keyword; `(none)`
@@ -619,7 +474,10 @@ fn layer_changes(before: &Layer, after: &Layer) -> Vec<FieldChange> {
     }
     for (name, b, a) in layer_metrics(&before.metrics, &after.metrics) {
         if metric_key(b) != metric_key(a) {
-            push(&format!("metrics.{name}"), (metric_text(b), metric_text(a)));
+            push(
+                &format!("metrics.{name}"),
+                (metric_text_in_unit(b), metric_text_in_unit(a)),
+            );
         }
     }
     changes
@@ -738,22 +596,6 @@ fn layers(
     (added, removed, changed)
 }
 
-fn plural(count: usize, noun: &str) -> String {
-    format!("{count} {noun}{}", if count == 1 { "" } else { "s" })
-}
-
-fn optional_text(value: Option<&str>) -> &str {
-    value.unwrap_or("unknown")
-}
-
-fn dtypes_text(dtypes: &[String]) -> String {
-    if dtypes.is_empty() {
-        "none".to_owned()
-    } else {
-        crate::schema::common::dtypes_text(dtypes, ", ")
-    }
-}
-
 /// The differences of context that change numbers: device, dtypes, torch version, training mode.
 fn context_differences(before: &Context, after: &Context) -> Vec<String> {
     let mut differences = Vec::new();
@@ -764,23 +606,23 @@ fn context_differences(before: &Context, after: &Context) -> Vec<String> {
         if b != a {
             differences.push(format!(
                 "{field} ({} before, {} after)",
-                optional_text(b.as_deref()),
-                optional_text(a.as_deref())
+                or_unknown(b.as_deref()),
+                or_unknown(a.as_deref())
             ));
         }
     }
     if before.dtypes != after.dtypes {
         differences.push(format!(
             "dtypes ({} before, {} after)",
-            dtypes_text(&before.dtypes),
-            dtypes_text(&after.dtypes)
+            dtypes_or(&before.dtypes, ", ", "none"),
+            dtypes_or(&after.dtypes, ", ", "none")
         ));
     }
     if before.training_before != after.training_before {
         let mode = |training: Option<bool>| match training {
             Some(true) => "train",
             Some(false) => "eval",
-            None => "unknown",
+            None => UNKNOWN,
         };
         differences.push(format!(
             "model mode ({} before, {} after)",

@@ -11,6 +11,7 @@ pub mod compare;
 pub mod coverage;
 pub mod drift;
 pub mod files;
+pub mod format;
 #[doc(hidden)]
 pub mod fuzz_targets;
 pub mod problem;

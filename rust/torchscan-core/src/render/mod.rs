@@ -4,7 +4,7 @@
 //! The page is rendered with minijinja from templates embedded at compile time. Every string of
 //! the report reaches the page through HTML autoescape (the templates are named `*.html.j2`),
 //! after its control and bidirectional formatting characters are escaped (`\u202e`);
-//! numbers are formatted here, in Rust, exactly as the text summary formats them.
+//! numbers are formatted in Rust by [`crate::format`], exactly as the text summary formats them.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -14,7 +14,10 @@ use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
-use crate::compare::ordered_totals;
+use crate::format::{
+    display_number, display_path, float_count_text, format_metric, group_thousands, mode_word,
+    noise_label, or_unknown, page_metric_cell, serde_name, shape_text, threads_text, verdict_words,
+};
 use crate::problem::Problem;
 use crate::read::read_report;
 use crate::schema::Report;
@@ -22,14 +25,12 @@ use crate::schema::analysis::AnalysisReport;
 use crate::schema::benchmark::BenchmarkReport;
 use crate::schema::common::{Context, Diagnostic, MetricResult, MetricStatus, ValueMeta};
 use crate::schema::comparison::{BenchmarkComparisonReport, CheckStatus, DeltaStatus, Verdict};
-use crate::schema::diff::ReportDiffReport;
+use crate::schema::diff::{ReportDiffReport, ordered_totals};
 use crate::schema::flops::{FlopReport, OperatorFlops};
 use crate::schema::output_check::OutputCheckReport;
 use crate::schema::peak_memory::PeakMemoryReport;
 use crate::stats;
-use crate::summary::{
-    ContextRow, context_rows, display_text, format_metric, group_thousands, noise_label, shape_text,
-};
+use crate::summary::{ContextRow, context_rows, display_text};
 
 const PAGE_TEMPLATE: &str = "page.html.j2";
 const PAGE_SOURCE: &str = include_str!("templates/page.html.j2");
@@ -252,15 +253,6 @@ fn fact(label: &str, value: impl Into<String>) -> Fact {
     }
 }
 
-/// A number in the unit's display form (ms, MiB, grouped thousands), as the text summary shows it.
-fn display_number(value: f64, unit: &str) -> String {
-    format_metric(&MetricResult::complete(value, unit, "", ""))
-}
-
-fn count(value: u64) -> String {
-    group_thousands(value as f64, 0)
-}
-
 fn optional_number(value: Option<f64>, unit: &str) -> String {
     value.map_or_else(|| "-".to_owned(), |v| display_number(v, unit))
 }
@@ -286,32 +278,12 @@ fn card(label: &str, metric: &MetricResult) -> Card {
     }
 }
 
-fn snake_name<T: Serialize>(value: &T) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
-fn display_path(path: &str) -> String {
-    if path.is_empty() {
-        "(root)".to_owned()
-    } else {
-        path.to_owned()
-    }
-}
-
 fn context_facts(context: &Context) -> Vec<Fact> {
-    let unknown = |value: &Option<String>| value.clone().unwrap_or_else(|| "unknown".to_owned());
+    let unknown = |value: &Option<String>| or_unknown(value.as_deref()).to_owned();
     let mut facts = vec![
         fact("Device", unknown(&context.device)),
         fact("Device name", unknown(&context.device_name)),
-        fact(
-            "Threads",
-            context
-                .torch_threads
-                .map_or_else(|| "unknown".to_owned(), |t| t.to_string()),
-        ),
+        fact("Threads", threads_text(context.torch_threads)),
         fact("torch", unknown(&context.torch_version)),
         fact("Python", unknown(&context.python_version)),
         fact("torchscan", context.torchscan_version.clone()),
@@ -380,10 +352,10 @@ fn diagnostic_rows(diagnostics: &[Diagnostic]) -> Vec<DiagnosticRow> {
         .iter()
         .map(|d| DiagnosticRow {
             severity: d.severity.as_str(),
-            code: snake_name(&d.code),
+            code: serde_name(&d.code),
             message: d.message.clone(),
             metric: d.metric.clone(),
-            path: d.path.as_deref().map(display_path),
+            path: d.path.as_deref().map(|path| display_path(path).to_owned()),
             operator: d.operator.clone(),
         })
         .collect()
@@ -426,7 +398,7 @@ fn operator_flops_section(title: &str, flops: &OperatorFlops) -> Vec<Section> {
             cells: vec![
                 op.operator.clone(),
                 "counted".to_owned(),
-                count(op.calls),
+                float_count_text(op.calls),
                 display_number(op.flops, "FLOPs"),
             ],
             bar: None,
@@ -437,8 +409,8 @@ fn operator_flops_section(title: &str, flops: &OperatorFlops) -> Vec<Section> {
             indent: 0,
             cells: vec![
                 op.operator.clone(),
-                format!("excluded ({})", snake_name(&op.class)),
-                count(op.calls),
+                format!("excluded ({})", serde_name(&op.class)),
+                float_count_text(op.calls),
                 "-".to_owned(),
             ],
             bar: None,
@@ -450,7 +422,7 @@ fn operator_flops_section(title: &str, flops: &OperatorFlops) -> Vec<Section> {
             cells: vec![
                 op.operator.clone(),
                 "uncounted".to_owned(),
-                count(op.calls),
+                float_count_text(op.calls),
                 "-".to_owned(),
             ],
             bar: None,
@@ -478,7 +450,7 @@ fn operator_flops_section(title: &str, flops: &OperatorFlops) -> Vec<Section> {
                     .map(|m| Row {
                         indent: 0,
                         cells: vec![
-                            display_path(&m.path),
+                            display_path(&m.path).to_owned(),
                             m.flops.status.as_str().to_owned(),
                             format_metric(&m.flops),
                         ],
@@ -492,20 +464,12 @@ fn operator_flops_section(title: &str, flops: &OperatorFlops) -> Vec<Section> {
     sections
 }
 
-fn metric_cell(metric: &MetricResult) -> String {
-    match (metric.status, metric.value, metric.known_value) {
-        (MetricStatus::Complete, Some(v), _) => display_number(v, &metric.unit),
-        (MetricStatus::Partial, _, Some(k)) => format!(">= {}", display_number(k, &metric.unit)),
-        _ => "-".to_owned(),
-    }
-}
-
 fn analysis_page(page: &mut Page, report: &AnalysisReport) {
     let t = &report.totals;
     page.sections.push(Section {
         title: "Totals".to_owned(),
         facts: vec![
-            fact("Mode", snake_name(&report.mode)),
+            fact("Mode", mode_word(report.mode)),
             fact("Parameters", format_metric(&t.parameters)),
             fact(
                 "Trainable parameters",
@@ -513,7 +477,7 @@ fn analysis_page(page: &mut Page, report: &AnalysisReport) {
             ),
             fact("Frozen parameters", format_metric(&t.frozen_parameters)),
             fact("Buffers", format_metric(&t.buffer_elements)),
-            fact("Shared tensors", count(t.shared_tensors)),
+            fact("Shared tensors", float_count_text(t.shared_tensors)),
             fact(
                 "Inputs",
                 report
@@ -560,11 +524,11 @@ fn analysis_page(page: &mut Page, report: &AnalysisReport) {
             Row {
                 indent: layer.depth,
                 cells: vec![
-                    display_path(&layer.path),
+                    display_path(&layer.path).to_owned(),
                     layer.type_name.clone(),
                     shape_text(&layer.output),
-                    count(layer.parameters.trainable + layer.parameters.frozen),
-                    metric_cell(&layer.metrics.module_flops),
+                    float_count_text(layer.parameters.trainable + layer.parameters.frozen),
+                    page_metric_cell(&layer.metrics.module_flops),
                 ],
                 bar: share.map(|s| format!("{s:.1}")),
             }
@@ -706,8 +670,8 @@ fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
         .collect();
     let mut caption = format!(
         "{} timed blocks of {} calls: per-call mean of each block; median {}, IQR {} to {}",
-        count(n as u64),
-        count(timing.calls_per_block),
+        float_count_text(n as u64),
+        float_count_text(timing.calls_per_block),
         display_number(median, "s"),
         display_number(q1, "s"),
         display_number(q3, "s"),
@@ -716,7 +680,7 @@ fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
         let _ = write!(
             caption,
             "; {} slower block{} (up to {}) drawn hollow at the top edge",
-            count(clipped as u64),
+            float_count_text(clipped as u64),
             if clipped == 1 { "" } else { "s" },
             display_number(slowest, "s"),
         );
@@ -753,13 +717,16 @@ fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
             .settings
             .passes
             .iter()
-            .map(snake_name)
+            .map(serde_name)
             .collect::<Vec<_>>()
             .join(", "),
     ));
     if let Some(timing) = &report.timing {
-        facts.push(fact("Warm-up calls", count(timing.warmup_calls)));
-        facts.push(fact("Calls per block", count(timing.calls_per_block)));
+        facts.push(fact("Warm-up calls", float_count_text(timing.warmup_calls)));
+        facts.push(fact(
+            "Calls per block",
+            float_count_text(timing.calls_per_block),
+        ));
         facts.push(fact(
             "Timer overhead",
             display_number(timing.timer_overhead_s, "s"),
@@ -829,10 +796,10 @@ fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
                 match (p.calls, p.requested_calls) {
                     (Some(calls), Some(requested)) if calls < requested => format!(
                         "{} of {} requested (the time budget stopped the pass)",
-                        count(calls),
-                        count(requested)
+                        float_count_text(calls),
+                        float_count_text(requested)
                     ),
-                    (calls, _) => calls.map_or_else(|| "-".to_owned(), count),
+                    (calls, _) => calls.map_or_else(|| "-".to_owned(), float_count_text),
                 },
             ),
         ],
@@ -846,7 +813,7 @@ fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
                     indent: 0,
                     cells: vec![
                         op.operator.clone(),
-                        count(op.calls),
+                        float_count_text(op.calls),
                         display_number(op.self_time_s, "s"),
                         display_number(op.total_time_s, "s"),
                     ],
@@ -963,8 +930,8 @@ fn output_check_page(page: &mut Page, report: &OutputCheckReport) {
                         tensor(&leaf.candidate),
                         format!(
                             "{} of {}",
-                            count(leaf.mismatched_elements),
-                            count(leaf.elements)
+                            float_count_text(leaf.mismatched_elements),
+                            float_count_text(leaf.elements)
                         ),
                         optional_error(leaf.max_abs_error),
                         optional_error(leaf.max_rel_error),
@@ -975,16 +942,6 @@ fn output_check_page(page: &mut Page, report: &OutputCheckReport) {
         }),
         ..Section::default()
     });
-}
-
-fn verdict_words(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Faster => "faster",
-        Verdict::Slower => "slower",
-        Verdict::NoDetectableChange => "no detectable change",
-        Verdict::Inconclusive => "inconclusive",
-        Verdict::Withheld => "withheld",
-    }
 }
 
 fn comparison_page(page: &mut Page, report: &BenchmarkComparisonReport) {
@@ -1031,14 +988,17 @@ fn comparison_page(page: &mut Page, report: &BenchmarkComparisonReport) {
                 &report.candidate.context,
             ),
             fact("Work unit", report.work_unit.clone()),
-            fact("Output check", snake_name(&c.status)),
+            fact("Output check", serde_name(&c.status)),
             fact(
                 "Check method",
                 c.method.clone().unwrap_or_else(|| "-".to_owned()),
             ),
-            fact("Failed leaves", count(c.failed_leaves)),
+            fact("Failed leaves", float_count_text(c.failed_leaves)),
             fact("Confidence level", group_thousands(s.confidence_level, 3)),
-            fact("Bootstrap resamples", count(s.bootstrap_resamples)),
+            fact(
+                "Bootstrap resamples",
+                float_count_text(s.bootstrap_resamples),
+            ),
             fact("Seed", s.seed.to_string()),
             fact("Minimum effect", group_thousands(s.min_effect, 3)),
         ],
@@ -1065,7 +1025,7 @@ fn comparison_page(page: &mut Page, report: &BenchmarkComparisonReport) {
                 indent: 0,
                 cells: vec![
                     d.metric.clone(),
-                    snake_name(&d.status),
+                    serde_name(&d.status),
                     shown(d.baseline),
                     shown(d.candidate),
                     shown(d.delta),
@@ -1118,7 +1078,7 @@ where
         .map(|(path, call_index, type_name, changes)| Row {
             indent: 0,
             cells: vec![
-                display_path(path),
+                display_path(path).to_owned(),
                 call_index.to_string(),
                 type_name.to_owned(),
                 changes,
@@ -1129,7 +1089,7 @@ where
 }
 
 fn diff_page(page: &mut Page, report: &ReportDiffReport) {
-    let model = |m: &Option<String>| m.clone().unwrap_or_else(|| "unknown".to_owned());
+    let model = |m: &Option<String>| or_unknown(m.as_deref()).to_owned();
     page.sections.push(Section {
         title: "Compared analyses".to_owned(),
         facts: vec![

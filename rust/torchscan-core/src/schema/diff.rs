@@ -137,3 +137,33 @@ pub struct ReportDiffReport {
     /// Layers added, removed and changed.
     pub layers: LayerChanges,
 }
+
+/// The names of the totals, in the order of the analysis report's `totals` (the order renderers
+/// show them in; the diff's `totals` map is sorted by name).
+pub const TOTAL_ORDER: [&str; 11] = [
+    "parameters",
+    "trainable_parameters",
+    "frozen_parameters",
+    "parameter_bytes",
+    "buffer_elements",
+    "buffer_bytes",
+    "shared_tensors",
+    "module_flops",
+    "operator_flops",
+    "macs",
+    "dmas",
+];
+
+/// The diff's totals in [`TOTAL_ORDER`], then any other name in sorted order.
+pub fn ordered_totals(totals: &BTreeMap<String, TotalDelta>) -> Vec<(&str, &TotalDelta)> {
+    let known = TOTAL_ORDER
+        .iter()
+        .filter_map(|name| totals.get_key_value(*name));
+    let others = totals
+        .iter()
+        .filter(|(name, _)| !TOTAL_ORDER.contains(&name.as_str()));
+    known
+        .chain(others)
+        .map(|(name, delta)| (name.as_str(), delta))
+        .collect()
+}

@@ -1,65 +1,14 @@
 //! Text of analysis and FLOP reports: the layer table and the operator breakdown.
 
-use super::{
-    SummaryOptions, format_metric, group_thousands, push_diagnostics, push_line, threads_text,
+use super::{SummaryOptions, push_diagnostics, push_line};
+
+use crate::format::{
+    float_count_text, format_metric, group_thousands, mode_word, shape_text, table_metric_cell,
+    threads_text,
 };
-
 use crate::schema::analysis::AnalysisReport;
-use crate::schema::common::{MetricResult, MetricStatus, ValueMeta};
+use crate::schema::common::MetricStatus;
 use crate::schema::flops::{FlopReport, OperatorFlops, class_name};
-
-/// The shapes of a value as text: `[1, 8, 30, 30]`, `([2], None)`, ...
-pub(crate) fn shape_text(meta: &ValueMeta) -> String {
-    match meta {
-        ValueMeta::Tensor(tensor) => format!(
-            "[{}]",
-            tensor
-                .shape
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        ValueMeta::Tuple(seq) | ValueMeta::List(seq) => {
-            let open_close = if matches!(meta, ValueMeta::Tuple(_)) {
-                ("(", ")")
-            } else {
-                ("[", "]")
-            };
-            format!(
-                "{}{}{}",
-                open_close.0,
-                seq.items
-                    .iter()
-                    .map(shape_text)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                open_close.1
-            )
-        }
-        ValueMeta::Mapping(mapping) => format!(
-            "{{{}}}",
-            mapping
-                .items
-                .iter()
-                .map(|item| format!("{}: {}", item.key_text(), shape_text(&item.value)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        ValueMeta::Dataclass(record) | ValueMeta::NamedTuple(record) => format!(
-            "{}({})",
-            record.type_name,
-            record
-                .fields
-                .iter()
-                .map(|f| format!("{}={}", f.name, shape_text(&f.value)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        ValueMeta::None(_) => "None".to_owned(),
-        ValueMeta::Scalar(t) | ValueMeta::Object(t) => t.type_name.clone(),
-    }
-}
 
 /// A receptive-field quantity as a table cell: one number when every spatial dimension has the
 /// same, else one per dimension (`7x3`); `>=` before lower bounds; `-` when unavailable.
@@ -83,15 +32,6 @@ fn field_cell(status: MetricStatus, values: Option<&[f64]>) -> String {
     }
 }
 
-/// A metric as a table cell: the number, `>=` a lower bound, or `-` when unavailable.
-fn metric_cell(metric: &MetricResult) -> String {
-    match (metric.status, metric.known_value) {
-        (MetricStatus::Complete, Some(v)) => group_thousands(v, 0),
-        (MetricStatus::Partial, Some(v)) => format!(">={}", group_thousands(v, 0)),
-        _ => "-".to_owned(),
-    }
-}
-
 fn truncate(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         text.to_owned()
@@ -107,10 +47,7 @@ pub(super) fn summarize_analysis(
     options: &SummaryOptions,
 ) {
     let context = &report.context;
-    let mode = match report.mode {
-        crate::schema::analysis::AnalysisMode::Full => "full",
-        crate::schema::analysis::AnalysisMode::Structure => "structure",
-    };
+    let mode = mode_word(report.mode);
     push_line(
         out,
         0,
@@ -158,13 +95,10 @@ pub(super) fn summarize_analysis(
             let mut row = vec![
                 truncate(&format!("{indent}{name}{call} ({})", layer.type_name), 48),
                 truncate(&shape_text(&layer.output), 28),
-                group_thousands(
-                    (layer.parameters.trainable + layer.parameters.frozen) as f64,
-                    0,
-                ),
-                group_thousands(layer.parameters.trainable as f64, 0),
-                metric_cell(&layer.metrics.module_flops),
-                metric_cell(&layer.metrics.macs),
+                float_count_text(layer.parameters.trainable + layer.parameters.frozen),
+                float_count_text(layer.parameters.trainable),
+                table_metric_cell(&layer.metrics.module_flops),
+                table_metric_cell(&layer.metrics.macs),
             ];
             let field = &layer.receptive_field;
             if options.receptive_field {
@@ -287,7 +221,7 @@ fn summarize_operator_flops(out: &mut String, flops: &OperatorFlops) {
                 "{}: {} FLOPs over {} calls",
                 op.operator,
                 group_thousands(op.flops, 0),
-                group_thousands(op.calls as f64, 0)
+                float_count_text(op.calls)
             ),
         );
     }
@@ -298,7 +232,7 @@ fn summarize_operator_flops(out: &mut String, flops: &OperatorFlops) {
             &format!(
                 "{}: uncounted, {} calls",
                 op.operator,
-                group_thousands(op.calls as f64, 0)
+                float_count_text(op.calls)
             ),
         );
     }
@@ -310,7 +244,7 @@ fn summarize_operator_flops(out: &mut String, flops: &OperatorFlops) {
             &format!(
                 "Excluded by convention: {} operators, {} calls",
                 flops.excluded.len(),
-                group_thousands(excluded_calls as f64, 0)
+                float_count_text(excluded_calls)
             ),
         );
     }

@@ -1,9 +1,8 @@
 //! Text of benchmark and peak-memory reports, in the README's line format.
 
-use super::{
-    display_number, format_metric, group_thousands, push_diagnostics, push_line, threads_text,
-};
+use super::{push_diagnostics, push_line};
 
+use crate::format::{display_number, float_count_text, format_metric, noise_label, threads_text};
 use crate::schema::benchmark::{BenchmarkMetrics, BenchmarkReport, ProfilerPass};
 use crate::schema::common::MetricStatus;
 use crate::schema::peak_memory::PeakMemoryReport;
@@ -17,11 +16,11 @@ fn summarize_profiler(out: &mut String, profiler: &ProfilerPass) {
                 &format!(
                     "Profiler: {} calls{} (separate instrumented pass; times include \
                      instrumentation)",
-                    group_thousands(profiler.calls.unwrap_or(0) as f64, 0),
+                    float_count_text(profiler.calls.unwrap_or(0)),
                     match (profiler.calls, profiler.requested_calls) {
                         (Some(calls), Some(requested)) if calls < requested => format!(
                             " of {} requested, within the time budget",
-                            group_thousands(requested as f64, 0)
+                            float_count_text(requested)
                         ),
                         _ => String::new(),
                     }
@@ -34,7 +33,7 @@ fn summarize_profiler(out: &mut String, profiler: &ProfilerPass) {
                     &format!(
                         "{}: {} calls, {} self",
                         op.operator,
-                        group_thousands(op.calls as f64, 0),
+                        float_count_text(op.calls),
                         display_number(op.self_time_s, "s")
                     ),
                 );
@@ -48,16 +47,6 @@ fn summarize_profiler(out: &mut String, profiler: &ProfilerPass) {
                 profiler.reason.as_deref().unwrap_or("unavailable")
             ),
         ),
-    }
-}
-
-/// The label of a noise metric, for text and HTML.
-pub fn noise_label(key: &str) -> &'static str {
-    match key {
-        "machine_other_cpu_ratio" => "Other CPU use",
-        "cpu_steal_ratio" => "CPU steal",
-        "involuntary_context_switches" => "Involuntary context switches",
-        _ => "CPU frequency",
     }
 }
 

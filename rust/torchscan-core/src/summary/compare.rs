@@ -1,15 +1,16 @@
 //! Text of output checks, benchmark comparisons and report diffs.
 
-use super::{
-    display_number, display_path, group_thousands, push_diagnostics, push_line, reason_suffix,
-};
+use super::{push_diagnostics, push_line};
 
 use std::fmt::Write as _;
 
-use crate::compare::ordered_totals;
+use crate::format::{
+    display_number, display_output_path, display_path, float_count_text, group_thousands,
+    reason_suffix, verdict_words,
+};
 use crate::schema::common::MetricStatus;
-use crate::schema::comparison::{BenchmarkComparisonReport, CheckStatus, DeltaStatus, Verdict};
-use crate::schema::diff::ReportDiffReport;
+use crate::schema::comparison::{BenchmarkComparisonReport, CheckStatus, DeltaStatus};
+use crate::schema::diff::{ReportDiffReport, ordered_totals};
 use crate::schema::flops::class_name;
 use crate::schema::output_check::OutputCheckReport;
 
@@ -38,11 +39,7 @@ pub(super) fn summarize_output_check(out: &mut String, report: &OutputCheckRepor
                 4,
                 &format!(
                     "{}: baseline {}, candidate {}",
-                    if difference.path.is_empty() {
-                        "(output)"
-                    } else {
-                        &difference.path
-                    },
+                    display_output_path(&difference.path),
                     difference.baseline,
                     difference.candidate
                 ),
@@ -65,34 +62,20 @@ pub(super) fn summarize_output_check(out: &mut String, report: &OutputCheckRepor
             4,
             &format!(
                 "{}: {} of {} elements mismatched{errors}",
-                if leaf.path.is_empty() {
-                    "(output)"
-                } else {
-                    &leaf.path
-                },
-                group_thousands(leaf.mismatched_elements as f64, 0),
-                group_thousands(leaf.elements as f64, 0)
+                display_output_path(&leaf.path),
+                float_count_text(leaf.mismatched_elements),
+                float_count_text(leaf.elements)
             ),
         );
     }
     push_diagnostics(out, &report.diagnostics);
 }
 
-fn verdict_text(verdict: Verdict) -> &'static str {
-    match verdict {
-        Verdict::Faster => "faster",
-        Verdict::Slower => "slower",
-        Verdict::NoDetectableChange => "no detectable change",
-        Verdict::Inconclusive => "inconclusive",
-        Verdict::Withheld => "withheld",
-    }
-}
-
 pub(super) fn summarize_comparison(out: &mut String, report: &BenchmarkComparisonReport) {
     push_line(
         out,
         0,
-        &format!("Comparison: {}", verdict_text(report.verdict)),
+        &format!("Comparison: {}", verdict_words(report.verdict)),
     );
     let check = match report.check.status {
         CheckStatus::Passed => "passed (it does not establish task accuracy)",
@@ -135,7 +118,7 @@ pub(super) fn summarize_comparison(out: &mut String, report: &BenchmarkCompariso
                     );
                 }
                 if let Some(verdict) = delta.verdict {
-                    let _ = write!(line, ": {}", verdict_text(verdict));
+                    let _ = write!(line, ": {}", verdict_words(verdict));
                 }
                 line
             }

@@ -1,9 +1,7 @@
 //! Two contexts side by side, row by row, for the pages and summaries of comparisons and diffs.
 
+use crate::format::NOT_RECORDED;
 use crate::schema::common::{Context, dtypes_text};
-
-/// What a side shows for a setting its report does not record.
-pub(crate) const NOT_RECORDED: &str = "not recorded";
 
 /// One setting of two contexts: its label, each side's value as text, and whether they differ.
 #[derive(Debug, Clone, PartialEq, Eq)]

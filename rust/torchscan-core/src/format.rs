@@ -1,0 +1,545 @@
+//! Text of numbers, units, paths and words: the one home of every formatting rule that the text
+//! summary ([`crate::summary`]), the HTML page ([`crate::render`]) and the comparisons
+//! ([`crate::compare`], [`crate::bench_compare`]) share.
+//!
+//! Units are scaled here (seconds as ms, bytes as MiB) and nowhere else. Where two callers show
+//! one concept differently (a count exact or through `f64`, a metric in display units or in its
+//! own unit), both forms live here under their own names, each saying why it differs.
+
+use std::fmt::Display;
+
+use serde::Serialize;
+
+use crate::schema::analysis::AnalysisMode;
+use crate::schema::common::{MetricResult, MetricStatus, TensorMeta, ValueMeta};
+use crate::schema::comparison::Verdict;
+
+const BYTES_PER_MIB: f64 = 1024.0 * 1024.0;
+
+/// What a side shows for a setting its report does not record.
+pub const NOT_RECORDED: &str = "not recorded";
+
+/// What a missing value of the context (device, torch version, thread count) shows.
+pub const UNKNOWN: &str = "unknown";
+
+// ---------------------------------------------------------------------------------------------
+// Numbers
+
+/// Formats `value` with `decimals` decimals and thousands separators: `4,191,866.300`.
+///
+/// A negative number that rounds to zero prints without its sign (`0.000`, never `-0.000`).
+pub fn group_thousands(value: f64, decimals: usize) -> String {
+    let text = format!("{:.*}", decimals, value.abs());
+    let (integer, fraction) = match text.split_once('.') {
+        Some((integer, fraction)) => (integer, Some(fraction)),
+        None => (text.as_str(), None),
+    };
+    let mut grouped = String::with_capacity(text.len() + integer.len() / 3 + 1);
+    // Rounding can make a tiny negative number print as zero; keep "-0.000" out.
+    if value < 0.0 && text.bytes().any(|b| b.is_ascii_digit() && b != b'0') {
+        grouped.push('-');
+    }
+    for (index, digit) in integer.chars().enumerate() {
+        if index > 0 && (integer.len() - index) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    if let Some(fraction) = fraction {
+        grouped.push('.');
+        grouped.push_str(fraction);
+    }
+    grouped
+}
+
+/// An integer with thousands separators, exact for every `u64`: `1,234,567`.
+///
+/// The text a `report_diff` records for changed layer fields. It differs from
+/// [`float_count_text`] above 2^53, where that one rounds through `f64`.
+pub fn count_text(count: u64) -> String {
+    let digits = count.to_string();
+    let mut text = String::with_capacity(digits.len() + digits.len() / 3);
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            text.push(',');
+        }
+        text.push(digit);
+    }
+    text
+}
+
+/// A count with thousands separators, converted to `f64` first: `1,234,567`.
+///
+/// What the text summary and the HTML page show for counts. It equals [`count_text`] up to 2^53
+/// and rounds to the nearest `f64` above it (`9,007,199,254,740,992` for 2^53 + 1); kept apart
+/// from [`count_text`] so that neither output changes.
+pub fn float_count_text(count: u64) -> String {
+    group_thousands(count as f64, 0)
+}
+
+/// A number with thousands separators, without decimals when it is an integer below 10^15, else
+/// with three: `388,800`, `0.500`.
+pub fn number_text(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        group_thousands(value, 0)
+    } else {
+        group_thousands(value, 3)
+    }
+}
+
+/// A metric's number in display units: seconds as ms, bytes as MiB, hertz as MHz, counts without
+/// decimals, other units as they are with three decimals.
+pub fn display_number(value: f64, unit: &str) -> String {
+    match unit {
+        "s" => format!("{} ms", group_thousands(value * 1e3, 3)),
+        "B" => format!("{} MiB", group_thousands(value / BYTES_PER_MIB, 3)),
+        "count" => group_thousands(value, 0),
+        "ratio" => group_thousands(value, 3),
+        "Hz" => format!("{} MHz", group_thousands(value / 1e6, 0)),
+        other => format!("{} {other}", group_thousands(value, 3)),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Metrics
+
+/// ` (reason)`, or nothing without a reason.
+pub fn reason_suffix(reason: Option<&str>) -> String {
+    reason.map(|r| format!(" ({r})")).unwrap_or_default()
+}
+
+/// ` (reason)`, or nothing without a reason or with a blank one: the suffix of
+/// [`metric_text_in_unit`], which a `report_diff` records, where a blank reason shows nothing.
+pub fn nonblank_reason_suffix(reason: Option<&str>) -> String {
+    match reason {
+        Some(reason) if !reason.trim().is_empty() => format!(" ({reason})"),
+        _ => String::new(),
+    }
+}
+
+/// A metric as text in display units ([`display_number`]): its number,
+/// `partial, at least <number> (reason)`, or `unavailable (reason)`.
+pub fn format_metric(metric: &MetricResult) -> String {
+    match (metric.status, metric.value, metric.known_value) {
+        (MetricStatus::Complete, Some(value), _) => display_number(value, &metric.unit),
+        (MetricStatus::Partial, _, Some(known)) => format!(
+            "partial, at least {}{}",
+            display_number(known, &metric.unit),
+            reason_suffix(metric.reason.as_deref())
+        ),
+        (status, _, _) => format!(
+            "{}{}",
+            status.as_str(),
+            reason_suffix(metric.reason.as_deref())
+        ),
+    }
+}
+
+/// A metric as text in its own unit, unscaled ([`number_text`]): `388,800 FLOPs`,
+/// `partial, at least 1,000 FLOPs (reason)` or `unavailable (reason)`.
+///
+/// The text a `report_diff` records for a changed layer metric. It differs from
+/// [`format_metric`] (no ms or MiB scaling, integers without decimals, blank reasons left out)
+/// because diffs written before keep their exact text.
+pub fn metric_text_in_unit(metric: &MetricResult) -> String {
+    let reason = nonblank_reason_suffix(metric.reason.as_deref());
+    match (metric.status, metric.value, metric.known_value) {
+        (MetricStatus::Complete, Some(value), _) => {
+            format!("{} {}", number_text(value), metric.unit)
+        }
+        (MetricStatus::Partial, _, Some(known)) => format!(
+            "partial, at least {} {}{reason}",
+            number_text(known),
+            metric.unit
+        ),
+        (status, _, _) => format!("{}{reason}", status.as_str()),
+    }
+}
+
+/// A metric as a cell of the text summary's layer table: the known value as a whole number
+/// without unit, `>=` and the known value when partial, `-` otherwise.
+///
+/// Narrower than [`page_metric_cell`] (no unit, no space after `>=`) to keep the text table's
+/// columns short.
+pub fn table_metric_cell(metric: &MetricResult) -> String {
+    match (metric.status, metric.known_value) {
+        (MetricStatus::Complete, Some(v)) => group_thousands(v, 0),
+        (MetricStatus::Partial, Some(v)) => format!(">={}", group_thousands(v, 0)),
+        _ => "-".to_owned(),
+    }
+}
+
+/// A metric as a cell of an HTML table: the number in display units ([`display_number`]),
+/// `>= ` and the known value when partial, `-` otherwise.
+///
+/// Unlike [`table_metric_cell`] it shows the unit, as the page's cards do.
+pub fn page_metric_cell(metric: &MetricResult) -> String {
+    match (metric.status, metric.value, metric.known_value) {
+        (MetricStatus::Complete, Some(v), _) => display_number(v, &metric.unit),
+        (MetricStatus::Partial, _, Some(k)) => format!(">= {}", display_number(k, &metric.unit)),
+        _ => "-".to_owned(),
+    }
+}
+
+/// The label of a benchmark's noise metric (by its key in `metrics`), for text and HTML.
+pub fn noise_label(key: &str) -> &'static str {
+    match key {
+        "machine_other_cpu_ratio" => "Other CPU use",
+        "cpu_steal_ratio" => "CPU steal",
+        "involuntary_context_switches" => "Involuntary context switches",
+        _ => "CPU frequency",
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths, values and context
+
+/// A module path for display: `(root)` for the root module's empty path.
+pub fn display_path(path: &str) -> &str {
+    if path.is_empty() { "(root)" } else { path }
+}
+
+/// A path inside an output structure for display: `(output)` for the whole output's empty path.
+pub fn display_output_path(path: &str) -> &str {
+    if path.is_empty() { "(output)" } else { path }
+}
+
+/// The shapes of a value as text: `[1, 8, 30, 30]`, `([2], None)`, `{x: [3]}`, ...
+pub fn shape_text(meta: &ValueMeta) -> String {
+    meta_text(meta, &|tensor| format!("[{}]", shape_list(tensor)))
+}
+
+/// A value's metadata as text: `tensor [1, 8, 30, 30] float32`; `detailed` adds the device and
+/// the grad flag of tensors (`tensor [2] float32 on cpu, requires grad`).
+///
+/// The text a `report_diff` records for a changed input or output; [`shape_text`] is the same
+/// walk with tensors shown by their shape alone.
+pub fn value_text(meta: &ValueMeta, detailed: bool) -> String {
+    meta_text(meta, &|tensor| {
+        let mut text = format!("tensor [{}] {}", shape_list(tensor), tensor.dtype_text());
+        if detailed {
+            text.push_str(" on ");
+            text.push_str(&tensor.device);
+            if tensor.requires_grad {
+                text.push_str(", requires grad");
+            }
+        }
+        text
+    })
+}
+
+fn shape_list(tensor: &TensorMeta) -> String {
+    tensor
+        .shape
+        .iter()
+        .map(u64::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A value's structure as text, each tensor written by `tensor`.
+fn meta_text(meta: &ValueMeta, tensor: &dyn Fn(&TensorMeta) -> String) -> String {
+    let join = |items: Vec<String>| items.join(", ");
+    match meta {
+        ValueMeta::Tensor(t) => tensor(t),
+        ValueMeta::Tuple(sequence) => format!(
+            "({})",
+            join(
+                sequence
+                    .items
+                    .iter()
+                    .map(|item| meta_text(item, tensor))
+                    .collect()
+            )
+        ),
+        ValueMeta::List(sequence) => format!(
+            "[{}]",
+            join(
+                sequence
+                    .items
+                    .iter()
+                    .map(|item| meta_text(item, tensor))
+                    .collect()
+            )
+        ),
+        ValueMeta::Mapping(mapping) => format!(
+            "{{{}}}",
+            join(
+                mapping
+                    .items
+                    .iter()
+                    .map(|item| format!("{}: {}", item.key_text(), meta_text(&item.value, tensor)))
+                    .collect()
+            )
+        ),
+        ValueMeta::Dataclass(record) | ValueMeta::NamedTuple(record) => format!(
+            "{}({})",
+            record.type_name,
+            join(
+                record
+                    .fields
+                    .iter()
+                    .map(|field| format!("{}={}", field.name, meta_text(&field.value, tensor)))
+                    .collect()
+            )
+        ),
+        ValueMeta::None(_) => "None".to_owned(),
+        ValueMeta::Scalar(type_only) | ValueMeta::Object(type_only) => type_only.type_name.clone(),
+    }
+}
+
+/// A context value that may be missing: the value, or [`UNKNOWN`].
+pub fn or_unknown(value: Option<&str>) -> &str {
+    value.unwrap_or(UNKNOWN)
+}
+
+/// A thread count that may be missing: the count, or [`UNKNOWN`].
+pub fn threads_text(threads: Option<u64>) -> String {
+    threads.map_or_else(|| UNKNOWN.to_owned(), |t| t.to_string())
+}
+
+/// A recorded setting as a reader wants it: the value, or [`NOT_RECORDED`].
+pub fn recorded_text<T: Display>(value: &Option<T>) -> String {
+    value
+        .as_ref()
+        .map_or_else(|| NOT_RECORDED.to_owned(), ToString::to_string)
+}
+
+/// A recorded JSON setting (a flag of the context): a string as it is, null as [`NOT_RECORDED`],
+/// anything else as JSON.
+pub fn recorded_json_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::Null => NOT_RECORDED.to_owned(),
+        serde_json::Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// A context's dtypes joined by `separator` ([`crate::schema::common::dtypes_text`]), or `empty`
+/// when there is none. A `report_diff`'s context warning writes `none` with `", "`; a benchmark
+/// comparison's writes [`NOT_RECORDED`] with `","`, as their diagnostics always did.
+pub fn dtypes_or(dtypes: &[String], separator: &str, empty: &str) -> String {
+    if dtypes.is_empty() {
+        empty.to_owned()
+    } else {
+        crate::schema::common::dtypes_text(dtypes, separator)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Words
+
+/// `<count> <noun>`, with an `s` unless the count is 1: `1 layer`, `3 layers`.
+pub fn plural(count: usize, noun: &str) -> String {
+    format!("{count} {noun}{}", if count == 1 { "" } else { "s" })
+}
+
+/// A verdict in words: `faster`, `no detectable change`, ... (the report's name has `_` where
+/// this has spaces, see [`Verdict::as_str`]).
+pub fn verdict_words(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Faster => "faster",
+        Verdict::Slower => "slower",
+        Verdict::NoDetectableChange => "no detectable change",
+        Verdict::Inconclusive => "inconclusive",
+        Verdict::Withheld => "withheld",
+    }
+}
+
+/// An analysis mode's name: `full` or `structure`.
+pub fn mode_word(mode: AnalysisMode) -> &'static str {
+    match mode {
+        AnalysisMode::Full => "full",
+        AnalysisMode::Structure => "structure",
+    }
+}
+
+/// The name serde writes for a unit enum variant (`context_mismatch`, `failed`); empty when the
+/// value does not serialize to a string.
+pub fn serde_name<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::common::{EmptyMeta, SequenceMeta, TypeOnlyMeta};
+
+    #[test]
+    fn thousands_and_decimals() {
+        assert_eq!(group_thousands(4_191_866.3, 3), "4,191,866.300");
+        assert_eq!(group_thousands(1_048_576.0, 3), "1,048,576.000");
+        assert_eq!(group_thousands(0.094, 3), "0.094");
+        assert_eq!(group_thousands(999.0, 0), "999");
+        assert_eq!(group_thousands(1000.0, 0), "1,000");
+        assert_eq!(group_thousands(0.0, 0), "0");
+        assert_eq!(group_thousands(0.0, 3), "0.000");
+        assert_eq!(group_thousands(-0.0, 3), "0.000");
+        assert_eq!(group_thousands(-1234.5, 1), "-1,234.5");
+        assert_eq!(group_thousands(-999_999.0, 0), "-999,999");
+        assert_eq!(group_thousands(-0.0001, 3), "0.000");
+        assert_eq!(group_thousands(f64::NAN, 3), "NaN");
+        assert_eq!(group_thousands(f64::INFINITY, 3), "inf");
+        // The sign is kept only before a nonzero digit, so negative infinity shows as `inf`.
+        // Valid reports hold finite numbers; the rule is kept as it always was.
+        assert_eq!(group_thousands(f64::NEG_INFINITY, 0), "inf");
+    }
+
+    #[test]
+    fn counts_exact_and_through_floats() {
+        assert_eq!(count_text(0), "0");
+        assert_eq!(count_text(999), "999");
+        assert_eq!(count_text(1000), "1,000");
+        assert_eq!(count_text(1_234_567), "1,234,567");
+        assert_eq!(count_text(u64::MAX), "18,446,744,073,709,551,615");
+        assert_eq!(float_count_text(1_234_567), "1,234,567");
+        // The two differ above 2^53 only.
+        let past = (1u64 << 53) + 1;
+        assert_eq!(count_text(past), "9,007,199,254,740,993");
+        assert_eq!(float_count_text(past), "9,007,199,254,740,992");
+    }
+
+    #[test]
+    fn numbers_and_units() {
+        assert_eq!(number_text(388_800.0), "388,800");
+        assert_eq!(number_text(0.5), "0.500");
+        assert_eq!(number_text(-2.0), "-2");
+        assert_eq!(number_text(0.0), "0");
+        assert_eq!(number_text(1e15), "1,000,000,000,000,000.000");
+        assert_eq!(number_text(f64::NAN), "NaN");
+        assert_eq!(display_number(0.001_234_5, "s"), "1.234 ms");
+        assert_eq!(display_number(-0.5, "s"), "-500.000 ms");
+        assert_eq!(display_number(98_816.0, "B"), "0.094 MiB");
+        assert_eq!(display_number(1_048_576.0, "B"), "1.000 MiB");
+        assert_eq!(display_number(1234.0, "count"), "1,234");
+        assert_eq!(display_number(0.25, "ratio"), "0.250");
+        assert_eq!(display_number(2_400_000_000.0, "Hz"), "2,400 MHz");
+        assert_eq!(display_number(1000.0, "FLOPs"), "1,000.000 FLOPs");
+        assert_eq!(display_number(0.0, "samples/s"), "0.000 samples/s");
+        assert_eq!(display_number(f64::INFINITY, "s"), "inf ms");
+    }
+
+    fn partial(known: f64, reason: Option<&str>) -> MetricResult {
+        MetricResult {
+            status: MetricStatus::Partial,
+            value: None,
+            known_value: Some(known),
+            unit: "FLOPs".into(),
+            scope: "s".into(),
+            method: "m".into(),
+            reason: reason.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn metric_text_by_status() {
+        let complete = MetricResult::complete(98_816.0, "B", "PyTorch tracked CPU tensors", "m");
+        assert_eq!(format_metric(&complete), "0.094 MiB");
+        assert_eq!(metric_text_in_unit(&complete), "98,816 B");
+        let unavailable = MetricResult::unavailable("B", "s", "m", "not requested");
+        assert_eq!(format_metric(&unavailable), "unavailable (not requested)");
+        assert_eq!(
+            metric_text_in_unit(&unavailable),
+            "unavailable (not requested)"
+        );
+        let partial_one = partial(1000.0, Some("1 uncounted operator"));
+        assert_eq!(
+            format_metric(&partial_one),
+            "partial, at least 1,000.000 FLOPs (1 uncounted operator)"
+        );
+        assert_eq!(
+            metric_text_in_unit(&partial_one),
+            "partial, at least 1,000 FLOPs (1 uncounted operator)"
+        );
+        // A blank reason: shown by format_metric, left out by metric_text_in_unit.
+        let blank = partial(0.5, Some(" "));
+        assert_eq!(format_metric(&blank), "partial, at least 0.500 FLOPs ( )");
+        assert_eq!(metric_text_in_unit(&blank), "partial, at least 0.500 FLOPs");
+        assert_eq!(reason_suffix(None), "");
+        assert_eq!(nonblank_reason_suffix(Some("")), "");
+        assert_eq!(nonblank_reason_suffix(Some("why")), " (why)");
+    }
+
+    #[test]
+    fn metric_cells() {
+        let complete = MetricResult::complete(-1_500.0, "FLOPs", "s", "m");
+        assert_eq!(table_metric_cell(&complete), "-1,500");
+        assert_eq!(page_metric_cell(&complete), "-1,500.000 FLOPs");
+        let partial_one = partial(2_000.0, None);
+        assert_eq!(table_metric_cell(&partial_one), ">=2,000");
+        assert_eq!(page_metric_cell(&partial_one), ">= 2,000.000 FLOPs");
+        let unavailable = MetricResult::unavailable("FLOPs", "s", "m", "no formula");
+        assert_eq!(table_metric_cell(&unavailable), "-");
+        assert_eq!(page_metric_cell(&unavailable), "-");
+    }
+
+    #[test]
+    fn paths_values_and_context() {
+        assert_eq!(display_path(""), "(root)");
+        assert_eq!(display_path("features.0"), "features.0");
+        assert_eq!(display_output_path(""), "(output)");
+        assert_eq!(display_output_path("0.logits"), "0.logits");
+        let tensor = ValueMeta::Tensor(TensorMeta {
+            shape: vec![1, 8],
+            dtype: "torch.float32".into(),
+            device: "cpu".into(),
+            requires_grad: true,
+        });
+        let pair = ValueMeta::Tuple(SequenceMeta {
+            items: vec![tensor.clone(), ValueMeta::None(EmptyMeta {})],
+        });
+        assert_eq!(shape_text(&pair), "([1, 8], None)");
+        assert_eq!(value_text(&pair, false), "(tensor [1, 8] float32, None)");
+        assert_eq!(
+            value_text(&tensor, true),
+            "tensor [1, 8] float32 on cpu, requires grad"
+        );
+        let list = ValueMeta::List(SequenceMeta {
+            items: vec![ValueMeta::Scalar(TypeOnlyMeta {
+                type_name: "int".into(),
+            })],
+        });
+        assert_eq!(shape_text(&list), "[int]");
+        assert_eq!(value_text(&list, true), "[int]");
+        assert_eq!(or_unknown(None), "unknown");
+        assert_eq!(or_unknown(Some("cuda:0")), "cuda:0");
+        assert_eq!(threads_text(None), "unknown");
+        assert_eq!(threads_text(Some(8)), "8");
+        assert_eq!(recorded_text::<u64>(&None), "not recorded");
+        assert_eq!(recorded_text(&Some(4)), "4");
+        assert_eq!(recorded_json_text(&serde_json::Value::Null), "not recorded");
+        assert_eq!(recorded_json_text(&serde_json::json!("on")), "on");
+        assert_eq!(recorded_json_text(&serde_json::json!(true)), "true");
+        assert_eq!(dtypes_or(&[], ", ", "none"), "none");
+        let dtypes = ["float32".to_owned(), "float64".to_owned()];
+        assert_eq!(dtypes_or(&dtypes, ",", NOT_RECORDED), "float32,float64");
+    }
+
+    #[test]
+    fn words() {
+        assert_eq!(plural(0, "layer"), "0 layers");
+        assert_eq!(plural(1, "layer"), "1 layer");
+        assert_eq!(plural(2, "problem"), "2 problems");
+        assert_eq!(
+            verdict_words(Verdict::NoDetectableChange),
+            "no detectable change"
+        );
+        assert_eq!(verdict_words(Verdict::Faster), "faster");
+        assert_eq!(verdict_words(Verdict::Withheld), "withheld");
+        assert_eq!(mode_word(AnalysisMode::Structure), "structure");
+        assert_eq!(
+            serde_name(&Verdict::NoDetectableChange),
+            "no_detectable_change"
+        );
+        assert_eq!(
+            serde_name(&AnalysisMode::Full),
+            mode_word(AnalysisMode::Full)
+        );
+        assert_eq!(serde_name(&1.5), "");
+        assert_eq!(noise_label("cpu_steal_ratio"), "CPU steal");
+        assert_eq!(noise_label("cpu_frequency"), "CPU frequency");
+    }
+}
