@@ -1,6 +1,6 @@
 //! Text of numbers, units, paths and words: the one home of every formatting rule that the text
 //! summary ([`crate::summary`]), the HTML page ([`crate::render`]) and the comparisons
-//! ([`crate::compare`], [`crate::bench_compare`]) share.
+//! ([`crate::diff`], [`crate::benchmark_comparison`]) share.
 //!
 //! Units are scaled here (seconds as ms, bytes as MiB) and nowhere else. Where two callers show
 //! one concept differently (a count exact or through `f64`, a metric in display units or in its

@@ -2,13 +2,16 @@
 //!
 //! The serde types of every report kind ([`schema`]), the generated JSON Schema, reading with
 //! JSON paths and validation of every invariant ([`read`], [`validate`]), robust statistics
-//! ([`stats`]), the text summary ([`summary`]) and the comparison of two analyses ([`compare`]).
+//! ([`stats`]), the text summary ([`summary`]) and the HTML page ([`render`]), both formatted
+//! by one set of rules ([`format`]). Two modules make the reports that compare others, each named
+//! after the report kind it makes: [`diff`] compares two analyses into a `report_diff` report,
+//! [`benchmark_comparison`] two benchmarks into a `benchmark_comparison` report.
 //! Pure functions; no Python and no torch here.
 
-pub mod bench_compare;
+pub mod benchmark_comparison;
 pub mod call_tree;
-pub mod compare;
 pub mod coverage;
+pub mod diff;
 pub mod drift;
 pub mod files;
 pub mod format;
@@ -23,7 +26,7 @@ pub mod stats;
 pub mod summary;
 pub mod validate;
 
-pub use compare::{
+pub use diff::{
     CompareError, CompareFailure, compare_report_texts, compare_reports, compare_reports_json,
 };
 pub use files::{read_input, write_output};

@@ -5,7 +5,7 @@ use std::fs;
 use std::path::Path;
 
 use serde_json::Value;
-use torchscan_core::bench_compare::{
+use torchscan_core::benchmark_comparison::{
     CompareOptions, Pairing, compare_benchmarks_json, compare_benchmarks_json_with,
 };
 use torchscan_core::schema::Report;

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use torchscan_core::bench_compare::{CompareOptions, Pairing, compare_benchmarks_json_with};
+use torchscan_core::benchmark_comparison::{CompareOptions, Pairing, compare_benchmarks_json_with};
 use torchscan_core::read_report;
 use torchscan_core::stats::block_timing;
 

@@ -287,11 +287,11 @@ fn a_comparison_page_shows_both_contexts_with_the_differences_marked() {
     candidate["context"]["torch_threads"] = json!(4);
     candidate["context"]["python_version"] = json!("3.12.1");
     candidate["context"]["dtypes"] = json!(["torch.bfloat16"]);
-    let comparison = torchscan_core::bench_compare::compare_benchmarks_json(
+    let comparison = torchscan_core::benchmark_comparison::compare_benchmarks_json(
         &baseline,
         &candidate.to_string(),
         None,
-        &torchscan_core::bench_compare::CompareOptions::default(),
+        &torchscan_core::benchmark_comparison::CompareOptions::default(),
     )
     .expect("compared");
     let own: Value = serde_json::from_str(&comparison).expect("JSON");

@@ -6,7 +6,7 @@ use std::path::Path;
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use torchscan_core::bench_compare::BenchCompareFailure;
+use torchscan_core::benchmark_comparison::BenchCompareFailure;
 use torchscan_core::stats::StatsError;
 use torchscan_core::{CompareFailure, Problem, RenderFailure};
 

@@ -75,7 +75,9 @@ fn compare_benchmarks_json(
     min_effect: f64,
     paired: bool,
 ) -> PyResult<String> {
-    use torchscan_core::bench_compare::{CompareOptions, Pairing, compare_benchmarks_json_with};
+    use torchscan_core::benchmark_comparison::{
+        CompareOptions, Pairing, compare_benchmarks_json_with,
+    };
     let options = CompareOptions {
         confidence_level,
         bootstrap_resamples,

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use torchscan_core::bench_compare::{
+use torchscan_core::benchmark_comparison::{
     BenchCompareError, BenchCompareFailure, CompareOptions, compare_benchmarks_json,
 };
 use torchscan_core::schema::comparison::Verdict;

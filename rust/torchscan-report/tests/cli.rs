@@ -467,17 +467,19 @@ fn core_comparison(
     baseline: &str,
     candidate: &str,
     check: Option<&str>,
-    options: &torchscan_core::bench_compare::CompareOptions,
+    options: &torchscan_core::benchmark_comparison::CompareOptions,
 ) -> String {
-    torchscan_core::bench_compare::compare_benchmarks_json(baseline, candidate, check, options)
-        .expect("a comparison")
+    torchscan_core::benchmark_comparison::compare_benchmarks_json(
+        baseline, candidate, check, options,
+    )
+    .expect("a comparison")
 }
 
 #[test]
 fn compare_json_is_the_core_comparison_byte_for_byte() {
     let baseline = fixture_str(BASELINE);
     let candidate = candidate_path();
-    let defaults = torchscan_core::bench_compare::CompareOptions::default();
+    let defaults = torchscan_core::benchmark_comparison::CompareOptions::default();
     for check in [None, Some(CHECK_PASSED), Some(CHECK_FAILED)] {
         let mut args = vec![
             "compare".to_owned(),
@@ -533,7 +535,7 @@ fn compare_passes_every_option_to_the_core() {
         None,
     );
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
-    let options = torchscan_core::bench_compare::CompareOptions {
+    let options = torchscan_core::benchmark_comparison::CompareOptions {
         confidence_level: 0.8,
         bootstrap_resamples: 300,
         seed: 11,

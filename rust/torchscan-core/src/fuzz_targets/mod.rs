@@ -7,8 +7,8 @@
 
 pub mod mutate;
 
-use crate::bench_compare::{BenchCompareFailure, CompareOptions, compare_benchmarks_json};
-use crate::compare::{CompareFailure, compare_report_texts};
+use crate::benchmark_comparison::{BenchCompareFailure, CompareOptions, compare_benchmarks_json};
+use crate::diff::{CompareFailure, compare_report_texts};
 use crate::{Report, format_summary, read_report, render_html, to_json_text};
 
 /// The byte that separates the documents of one input of the `diff` and `bench` targets.

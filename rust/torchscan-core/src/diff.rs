@@ -41,7 +41,7 @@ use crate::schema::diff::{
     DiffSide, FieldChange, LayerChange, LayerChanges, LayerMetricDelta, LayerRef, ReportDiffKind,
     ReportDiffReport, TotalDelta,
 };
-/// Kept at this path for callers of `compare::ordered_totals`; the order belongs to the
+/// Kept at this path for callers of `diff::ordered_totals`; the order belongs to the
 /// `report_diff` schema.
 pub use crate::schema::diff::{TOTAL_ORDER, ordered_totals};
 use crate::schema::{Report, ReportKind};

@@ -4,7 +4,7 @@ use std::fs;
 use std::path::Path;
 
 use serde_json::Value;
-use torchscan_core::bench_compare::{
+use torchscan_core::benchmark_comparison::{
     BenchCompareFailure, CompareOptions, Pairing, compare_benchmarks_json,
     compare_benchmarks_json_with,
 };
@@ -279,7 +279,7 @@ fn paired_rounds_need_blocks_that_pair_up() {
 
 #[test]
 fn options_out_of_range_are_refused_by_the_json_entry_point_without_a_panic() {
-    use torchscan_core::bench_compare::{BenchCompareError, MAX_BOOTSTRAP_RESAMPLES};
+    use torchscan_core::benchmark_comparison::{BenchCompareError, MAX_BOOTSTRAP_RESAMPLES};
 
     let report = example();
     for (options, expected) in [

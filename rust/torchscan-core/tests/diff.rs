@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use torchscan_core::compare::{Side, ordered_totals};
+use torchscan_core::diff::{Side, ordered_totals};
 use torchscan_core::schema::analysis::{AnalysisMode, AnalysisReport};
 use torchscan_core::schema::common::{DiagnosticCode, MetricStatus, Severity};
 use torchscan_core::schema::diff::{ReportDiffReport, TotalDelta};
