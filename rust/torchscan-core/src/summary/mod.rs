@@ -1,5 +1,9 @@
 //! The text summary of every report kind: the lines `summary`, `measure_workload` and
 //! `torchscan-report summary` print. Numbers, units and words come from [`crate::format`].
+//!
+//! One submodule per report family, as in [`crate::render`]: `analysis` (analysis and FLOP
+//! reports), `benchmark` (benchmark and peak-memory reports), `output_check`, `comparison`
+//! (benchmark comparisons) and `diff` (report diffs); `context` and `escape` serve them all.
 
 use std::fmt::Write as _;
 
@@ -7,20 +11,25 @@ use crate::schema::Report;
 
 mod analysis;
 mod benchmark;
-mod compare;
+mod comparison;
 mod context;
-pub(crate) use context::{ContextRow, context_rows};
+mod diff;
 mod escape;
+mod output_check;
+
 /// Kept at this path for callers of `summary::format_metric` and `summary::group_thousands`;
 /// their home is [`crate::format`].
 pub use crate::format::{format_metric, group_thousands};
+pub(crate) use context::{ContextRow, context_rows};
 pub use escape::{display_text, escaped_report, is_escaped_for_display};
 
 use crate::format::{display_path, serde_name};
 use crate::schema::common::Diagnostic;
 use analysis::{summarize_analysis, summarize_flops};
 use benchmark::{summarize_benchmark, summarize_peak_memory};
-use compare::{summarize_comparison, summarize_diff, summarize_output_check};
+use comparison::summarize_comparison;
+use diff::summarize_diff;
+use output_check::summarize_output_check;
 
 fn push_line(out: &mut String, indent: usize, text: &str) {
     out.extend(std::iter::repeat_n(' ', indent));
