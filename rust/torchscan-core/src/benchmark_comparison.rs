@@ -919,8 +919,8 @@ fn read_side<T>(
 ) -> Result<T, BenchCompareFailure> {
     let prefix = |problems: Vec<crate::Problem>| {
         problems
-            .into_iter()
-            .map(|p| crate::Problem::new(format!("{side}:{}", p.path), p.message))
+            .iter()
+            .map(|problem| problem.on_side(side))
             .collect::<Vec<_>>()
     };
     let report = crate::read_report(text)

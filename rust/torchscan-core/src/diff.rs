@@ -169,12 +169,7 @@ impl CompareFailure {
                 [(Side::Before, before), (Side::After, after)]
                     .into_iter()
                     .flat_map(|(side, problems)| {
-                        problems.iter().map(move |problem| {
-                            Problem::new(
-                                format!("{side}:{}", problem.path),
-                                problem.message.clone(),
-                            )
-                        })
+                        problems.iter().map(move |problem| problem.on_side(side))
                     })
                     .collect()
             }

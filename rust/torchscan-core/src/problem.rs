@@ -95,6 +95,12 @@ impl Problem {
             message: shown(message.into()),
         }
     }
+
+    /// This problem as found in the input named `side` (`before`, `baseline`, `check`, ...) of a
+    /// comparison: its path prefixed `side:`, as in `before:$.totals.parameters`.
+    pub fn on_side(&self, side: impl fmt::Display) -> Problem {
+        Problem::new(format!("{side}:{}", self.path), self.message.clone())
+    }
 }
 
 fn shown(text: String) -> String {
@@ -125,5 +131,17 @@ mod tests {
         path.pop();
         path.push_key("flops");
         assert_eq!(path.to_string(), "$.layers[3].flops");
+    }
+
+    #[test]
+    fn a_side_prefixes_the_path() {
+        let problem = Problem::new("$.totals.parameters", "expected a number");
+        let shown = problem.on_side("before");
+        assert_eq!(shown.path, "before:$.totals.parameters");
+        assert_eq!(shown.message, "expected a number");
+        assert_eq!(
+            shown.to_string(),
+            "before:$.totals.parameters: expected a number"
+        );
     }
 }
