@@ -1,7 +1,7 @@
 //! `torchscan._core`: the Python extension. It defines the module, maps the core's errors to
 //! Python exceptions (`errors.rs`, the one place), exposes the functions over report JSON
-//! (strings in, strings out: `functions.rs`) and the file reads and writes (`files.rs`), and
-//! registers the compiled analysis path of the `torchscan-crawl` crate.
+//! (strings in, strings out: `functions/`, one file per report family) and the file reads and
+//! writes (`files.rs`), and registers the compiled analysis path of the `torchscan-crawl` crate.
 
 mod errors;
 mod files;

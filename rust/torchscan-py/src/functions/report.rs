@@ -1,0 +1,44 @@
+//! Functions over one report of any kind: validation, the text summary and the HTML page.
+
+use pyo3::prelude::*;
+
+use crate::errors::{render_error, validation_error};
+
+/// Validates report JSON text; returns the report's kind or raises `torchscan.errors.ReportValidationError`.
+#[pyfunction]
+pub(super) fn validate_report_json(py: Python<'_>, text: &str) -> PyResult<String> {
+    let outcome = py.detach(|| torchscan_core::read_report(text));
+    outcome
+        .map(|report| report.kind().as_str().to_owned())
+        .map_err(|problems| validation_error(py, problems))
+}
+
+/// The text summary of report JSON text; raises `ReportValidationError` when invalid.
+/// `max_depth` hides analysis layers nested deeper than that; `receptive_field` and
+/// `effective_rf_stats` add the layers' receptive field, and effective stride and padding.
+#[pyfunction]
+#[pyo3(signature = (text, max_depth=None, receptive_field=false, effective_rf_stats=false))]
+pub(super) fn format_summary_json(
+    py: Python<'_>,
+    text: &str,
+    max_depth: Option<u64>,
+    receptive_field: bool,
+    effective_rf_stats: bool,
+) -> PyResult<String> {
+    let options = torchscan_core::SummaryOptions {
+        max_depth,
+        receptive_field,
+        effective_rf_stats,
+    };
+    let outcome = py.detach(|| torchscan_core::read_report(text));
+    outcome
+        .map(|report| torchscan_core::format_summary_with(&report, &options))
+        .map_err(|problems| validation_error(py, problems))
+}
+
+/// The self-contained HTML page of report JSON text; raises `ReportValidationError` when invalid.
+#[pyfunction]
+pub(super) fn render_report_json(py: Python<'_>, text: &str) -> PyResult<String> {
+    let outcome = py.detach(|| torchscan_core::render_report_json(text));
+    outcome.map_err(|failure| render_error(py, failure))
+}
