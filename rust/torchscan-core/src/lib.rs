@@ -3,9 +3,10 @@
 //! The serde types of every report kind ([`schema`]), the generated JSON Schema, reading with
 //! JSON paths and validation of every invariant ([`read`], [`validate`]), robust statistics
 //! ([`stats`]), the text summary ([`summary`]) and the HTML page ([`render`]), both formatted
-//! by one set of rules ([`format`]). Two modules make the reports that compare others, each named
-//! after the report kind it makes: [`diff`] compares two analyses into a `report_diff` report,
-//! [`benchmark_comparison`] two benchmarks into a `benchmark_comparison` report.
+//! by one set of rules ([`format`](mod@format)). Two modules make the reports that compare
+//! others, each named after the report kind it makes: [`diff`] compares two analyses into a
+//! `report_diff` report, [`benchmark_comparison`] two benchmarks into a `benchmark_comparison`
+//! report.
 //! Pure functions; no Python and no torch here.
 
 pub mod benchmark_comparison;
