@@ -17,13 +17,13 @@ def scaled(factor: float) -> dict:
     report = json.loads(example_report_text())
     timing = report["timing"]
     timing["block_durations_s"] = [d * factor for d in timing["block_durations_s"]]
-    latency, iqr, calls, seconds = torchscan._core.block_timing(
+    recomputed = torchscan._core.block_timing(
         timing["block_durations_s"], timing["calls_per_block"]
     )
     for key, value in (
-        ("latency", latency),
-        ("latency_iqr", iqr),
-        ("throughput", 32 * calls / seconds),
+        ("latency", recomputed.latency_s),
+        ("latency_iqr", recomputed.latency_iqr_s),
+        ("throughput", 32 * recomputed.calls / recomputed.timed_s),
     ):
         report["metrics"][key]["value"] = report["metrics"][key]["known_value"] = value
     torchscan.validate_report(report)
@@ -105,13 +105,13 @@ def test_paired_rounds_need_the_same_number_of_blocks() -> None:
     fewer = json.loads(example_report_text())
     timing = fewer["timing"]
     timing["block_durations_s"] = timing["block_durations_s"][:-1]
-    latency, iqr, calls, seconds = torchscan._core.block_timing(
+    recomputed = torchscan._core.block_timing(
         timing["block_durations_s"], timing["calls_per_block"]
     )
     for key, value in (
-        ("latency", latency),
-        ("latency_iqr", iqr),
-        ("throughput", 32 * calls / seconds),
+        ("latency", recomputed.latency_s),
+        ("latency_iqr", recomputed.latency_iqr_s),
+        ("throughput", 32 * recomputed.calls / recomputed.timed_s),
     ):
         fewer["metrics"][key]["value"] = fewer["metrics"][key]["known_value"] = value
     with pytest.raises(ReportComparisonError, match="150 timed blocks and the candidate 149"):

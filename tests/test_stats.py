@@ -38,7 +38,13 @@ def test_median_absolute_deviation(values: list[float]) -> None:
     st.integers(min_value=1, max_value=100_000),
 )
 def test_block_timing(durations: list[float], calls: int) -> None:
-    latency, iqr, total_calls, timed = _core.block_timing(durations, calls)
+    timing = _core.block_timing(durations, calls)
+    latency, iqr, total_calls, timed = (
+        timing.latency_s,
+        timing.latency_iqr_s,
+        timing.calls,
+        timing.timed_s,
+    )
     means = [d / calls for d in durations]
     assert close(latency, statistics.median(means))
     if len(means) >= 2:

@@ -44,12 +44,15 @@ def test_latency_and_flops_report_is_valid_and_recomputable() -> None:
     assert timing is not None
     assert len(timing["block_durations_s"]) >= 5
     assert timing["calls_per_block"] >= 1
-    median, _, calls, seconds = torchscan._core.block_timing(
+    recomputed = torchscan._core.block_timing(
         timing["block_durations_s"], timing["calls_per_block"]
     )
     metrics = report["metrics"]
-    assert metrics["latency"]["value"] == median
-    assert metrics["throughput"]["value"] == pytest.approx(32 * calls / seconds)
+    assert metrics["latency"]["value"] == recomputed.latency_s
+    assert metrics["latency_iqr"]["value"] == recomputed.latency_iqr_s
+    assert metrics["throughput"]["value"] == pytest.approx(
+        32 * recomputed.calls / recomputed.timed_s
+    )
     assert metrics["throughput"]["unit"] == "samples/s"
     assert metrics["operator_flops"]["value"] == 1_048_576
     assert metrics["tensor_memory_peak"]["reason"] == "not requested"

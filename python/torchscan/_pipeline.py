@@ -105,12 +105,14 @@ def _input_metas(inputs: Any) -> list[ValueMeta]:
 def _timing_metrics(
     run: TimingRun, work_units: float, work_unit: str
 ) -> tuple[dict[str, MetricResult], list[Diagnostic]]:
-    latency_s, iqr_s, _, _ = _core.block_timing(run.block_durations_s, run.calls_per_block)
+    timing = _core.block_timing(run.block_durations_s, run.calls_per_block)
+    latency_s, iqr_s = timing.latency_s, timing.latency_iqr_s
     blocks = len(run.block_durations_s)
     method = (
         f"median of per-call means of {blocks:,} timed blocks of {run.calls_per_block:,} calls "
         "(time.perf_counter_ns; device synchronised at block edges)"
     )
+    throughput = _core.throughput(run.block_durations_s, run.calls_per_block, work_units, work_unit)
     metrics = {
         "first_call": _metrics.complete(
             run.first_call_s,
@@ -126,7 +128,8 @@ def _timing_metrics(
             "interquartile range of per-call block means (linear interpolation)",
         ),
         "throughput": _metrics.complete(
-            *_core.throughput(run.block_durations_s, run.calls_per_block, work_units, work_unit),
+            throughput.value,
+            throughput.unit,
             _THROUGHPUT_SCOPE,
             "work_units x calls / timed seconds (sustained, all timed blocks)",
         ),

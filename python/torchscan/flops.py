@@ -774,7 +774,7 @@ def add_legacy_views(section: OperatorFlops, root: str | None) -> None:
 @functools.cache
 def _exclusion_reasons() -> dict[str, str]:
     """The reason torchscan 0.2's ``ignored_operators`` give each exclusion class (the core's)."""
-    return dict(_core.exclusion_reasons())
+    return _core.exclusion_reasons()
 
 
 def measure_flops(

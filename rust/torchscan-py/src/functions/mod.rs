@@ -32,6 +32,8 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
         benchmark::median_absolute_deviation,
         module
     )?)?;
+    module.add_class::<benchmark::BlockTiming>()?;
+    module.add_class::<benchmark::Throughput>()?;
     module.add_function(wrap_pyfunction!(benchmark::block_timing, module)?)?;
     module.add_function(wrap_pyfunction!(benchmark::throughput, module)?)?;
     module.add_function(wrap_pyfunction!(benchmark::is_valid_work_unit, module)?)?;
