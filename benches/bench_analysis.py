@@ -13,6 +13,9 @@ Targets
   (c) ``import torchscan`` adds at most 100 ms to ``import torch`` (fresh subprocesses,
       interleaved, medians).
   (d) information only: which peer tools are importable here (nothing is installed or run).
+  (e) ``crawl_module`` on a 10,000-module ``nn.Sequential`` (the stack of (b)) costs at most
+      10 microseconds per module over a plain ``torch.no_grad()`` forward of it (medians of
+      interleaved runs after warm-up; full mode).
 
 Usage
   python benches/bench_analysis.py            # full run (~1 minute on a 2-core VM)
@@ -51,6 +54,7 @@ import torchscan  # noqa: E402
 LIMIT_RESNET = 1.15
 LIMIT_DEEP = 11.0
 LIMIT_IMPORT_MS = 100.0
+LIMIT_PER_MODULE_US = 10.0
 PEER_MODULES = ("torchinfo", "torchsummary", "ptflops", "thop", "fvcore", "calflops", "deepspeed")
 
 
@@ -171,6 +175,37 @@ def bench_deep(repeats: int, warmup: int, sizes: tuple[int, int] = (200, 2000)) 
             for mode in ("full", "structure")
         },
         "limit": LIMIT_DEEP,
+    }
+
+
+# --------------------------------------------------------------------------- (e) per module
+
+
+def bench_per_module(repeats: int, warmup: int, size: int = 10_000) -> dict[str, Any]:
+    """What the analysis adds per module of a very deep model: (crawl - forward) / modules."""
+    torch.manual_seed(0)
+    model = _deep_stack(size).eval()
+    x = torch.randn(1, 16)
+
+    def forward() -> None:
+        with torch.no_grad():
+            model(x)
+
+    fns = {
+        "forward": forward,
+        "crawl_full": lambda: torchscan.crawl_module(model, args=(x,)),
+    }
+    times = interleaved(fns, repeats=repeats, warmup=warmup, collect=True)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    rounds = [c - f for c, f in zip(times["crawl_full"], times["forward"], strict=True)]
+    return {
+        "repeats": repeats,
+        "warmup": warmup,
+        "modules": size,
+        "median_ms": {k: _ms(v) for k, v in med.items()},
+        "over_forward_us_per_module": (med["crawl_full"] - med["forward"]) / size * 1e6,
+        "median_round_over_forward_us_per_module": statistics.median(rounds) / size * 1e6,
+        "limit_us": LIMIT_PER_MODULE_US,
     }
 
 
@@ -359,6 +394,18 @@ def render(results: dict[str, Any]) -> str:
             f"| (d) peers | importable here: {', '.join(have) if have else 'none'} "
             f"| — | | info (peers/run.sh {'present, not run' if d['peers_run_sh'] else 'absent'}) |"
         )
+    e = results.get("per_module")
+    if e:
+        md = e["median_ms"]
+        over = e["over_forward_us_per_module"]
+        lines += [
+            f"| (e) per-module overhead | forward / crawl full, {e['modules']:,} modules "
+            f"(medians of {e['repeats']}) | {md['forward']:.1f} ms / {md['crawl_full']:.1f} ms "
+            "| | |",
+            f"| | **(crawl - forward) / modules** | **{over:.2f} µs** "
+            f"(rounds' own: {e['median_round_over_forward_us_per_module']:.2f} µs) "
+            f"| ≤ {e['limit_us']:.0f} µs | **{_verdict(over, e['limit_us'])}** |",
+        ]
     lines.append("")
     lines.append(f"Total benchmark wall time: {results['wall_s']:.0f} s")
     return "\n".join(lines)
@@ -370,14 +417,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the numbers as JSON")
     parser.add_argument(
         "--only",
-        choices=("resnet", "deep", "import", "peers"),
+        choices=("resnet", "deep", "import", "peers", "per_module"),
         action="append",
         help="run only these parts (repeatable)",
     )
     args = parser.parse_args(argv)
 
     torch.set_num_threads(1)
-    parts = set(args.only or ("resnet", "deep", "import", "peers"))
+    parts = set(args.only or ("resnet", "deep", "import", "peers", "per_module"))
     q = args.quick
     started = time.perf_counter()
     results: dict[str, Any] = {"quick": q, "machine": machine()}
@@ -390,6 +437,8 @@ def main(argv: list[str] | None = None) -> int:
             results["import"] = bench_import(repeats=3 if q else 11)
         if "peers" in parts:
             results["peers"] = peers_info()
+        if "per_module" in parts:
+            results["per_module"] = bench_per_module(repeats=3 if q else 11, warmup=1 if q else 2)
     except Exception as exc:  # a measurement: report what broke, still exit 0
         results["error"] = f"{type(exc).__name__}: {exc}"
     results["wall_s"] = time.perf_counter() - started

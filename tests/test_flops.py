@@ -1061,3 +1061,77 @@ def test_outcome_codes_agree_with_the_dispatch_mode() -> None:
     from torchscan.opflops import mode
 
     assert (flops_module.COUNTED, flops_module.UNCOUNTED) == (mode.COUNTED, mode.UNCOUNTED)
+
+
+@torch.library.custom_op("torchscan_test::split_precision", mutates_args=())
+def split_precision(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return x.to(torch.bfloat16) * 2, x.float().sum(0)
+
+
+@split_precision.register_fake
+def _(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    return torch.empty_like(x, dtype=torch.bfloat16), x.float().sum(0)
+
+
+def test_an_operator_computes_in_the_dtype_of_its_first_result() -> None:
+    # Its FLOPs count for the first result's dtype (the result proper), not for a statistic
+    # returned beside it in another precision.
+    x = torch.randn(64, 64)
+    report = measure_flops(
+        lambda: split_precision(x),
+        formulas={"torchscan_test::split_precision": lambda x_shape, out_shape=None: 10**6},
+    )
+    assert status(report) == "complete"
+    assert counted(report) == {"torchscan_test::split_precision": 10**6}
+    assert report["context"]["dtypes"][0] == "torch.bfloat16"
+
+
+def test_the_compiled_dispatch_reads_a_long_workload_in_batches() -> None:
+    # measure_flops counts through the same compiled dispatch as crawl_module: the common calls
+    # are logged and their shape formulas applied in batches (4,096 records), so a long workload
+    # keeps a bounded log and counts every call exactly, into the right modules.
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+    x = torch.randn(2, 8)
+    steps = 3_000  # addmm, t and relu each step: over two batches of records
+    longest: list[int] = []
+    counter = OperatorFlopCounter(modules=model)
+
+    def run() -> None:
+        for _ in range(steps):
+            model(x)
+            longest.append(len(counter._ledger_log))
+
+    with torch.no_grad(), counter:
+        run()
+    section = counter.operator_flops()
+    assert section["total"]["status"] == "complete"
+    assert section["total"]["value"] == steps * 2 * 2 * 8 * 8
+    by_path = {entry["path"]: entry["flops"]["value"] for entry in section["modules"]}
+    assert by_path == {"": steps * 256, "0": steps * 256, "1": 0}
+    calls = {op["operator"]: op["calls"] for op in section["counted"] + section["excluded"]}
+    assert calls == {"aten::addmm": steps, "aten::t": steps, "aten::relu": steps}
+    assert max(longest) < 4096 and counter._ledger_log == []
+
+
+def test_a_module_paths_callable_is_called_once_per_operator() -> None:
+    # The caller's own tracking: its callable names the modules of every operator, lean or not.
+    model = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    x = torch.randn(3, 4)
+    calls: list[tuple[str, ...]] = []
+    active: list[str] = []
+
+    def paths() -> tuple[str, ...]:
+        calls.append(tuple(active))
+        return tuple(active)
+
+    counter = OperatorFlopCounter(module_paths=paths)
+    with torch.no_grad(), counter:
+        active.append("block")
+        model(x)
+        active.pop()
+        model(x)
+    section = counter.operator_flops()
+    assert {entry["path"]: entry["flops"]["value"] for entry in section["modules"]} == {
+        "block": 2 * 3 * 4 * 4
+    }
+    assert len(calls) == 6  # t, addmm, relu, twice

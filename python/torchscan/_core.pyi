@@ -1,6 +1,7 @@
 """Type stubs of the compiled ``torchscan._core`` extension (checked by ``mypy.stubtest``)."""
 
 import os
+from collections.abc import Callable, Iterable
 from typing import Any, final
 
 __all__ = [
@@ -12,11 +13,13 @@ __all__ = [
     "CallRecorder",
     "CallTally",
     "DispatchRecorder",
+    "FlopLedger",
     "FormulaTally",
     "ModuleForward",
     "ModuleKind",
     "OperatorRecord",
     "OwnStorage",
+    "PathFlops",
     "StorageTie",
     "StorageWalk",
     "TensorSpec",
@@ -81,7 +84,7 @@ class DispatchRecorder:
         cls,
         entries: dict[int, Any],
         general: Any,
-        recorder: CallRecorder,
+        scope: CallRecorder | list[str] | Callable[[], Iterable[str]],
         log: list[Any],
         tensor: Any,
         parameter: Any,
@@ -100,6 +103,37 @@ class DispatchRecorder:
         kwargs: Any = None,
     ) -> Any: ...
     def tallies(self) -> list[CallTally]: ...
+    def observe(self, value: Any) -> Any: ...
+    def append(self, record: OperatorRecord) -> None: ...
+    def ledger(self) -> FlopLedger: ...
+
+@final
+class PathFlops:
+    """The operator FLOPs of one module path, children included."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def flops(self) -> int: ...
+    @property
+    def uncounted(self) -> list[str]: ...
+
+@final
+class FlopLedger:
+    """What a counter's compiled dispatch found, read once its mode has exited."""
+
+    @property
+    def formulas(self) -> list[FormulaTally]: ...
+    @property
+    def modules(self) -> list[PathFlops]: ...
+    @property
+    def dtype_flops(self) -> dict[Any, int]: ...
+    @property
+    def devices(self) -> list[Any]: ...
+    @property
+    def dtypes(self) -> list[Any]: ...
+    @property
+    def threads(self) -> list[int]: ...
 
 @final
 class CallTally:
@@ -129,6 +163,8 @@ class OperatorRecord:
         inputs: list[int],
         first_inputs: int,
         outputs: list[tuple[int, int]],
+        paths: tuple[str, ...] | None = None,
+        dtype: Any = None,
     ) -> OperatorRecord: ...
     @property
     def entry(self) -> Any: ...
@@ -150,6 +186,10 @@ class OperatorRecord:
     def first_inputs(self) -> int: ...
     @property
     def outputs(self) -> list[tuple[int, int]]: ...
+    @property
+    def paths(self) -> tuple[str, ...] | None: ...
+    @property
+    def dtype(self) -> Any: ...
 
 @final
 class TensorSpec:

@@ -385,7 +385,11 @@ class OperatorFlopCounter:
         self._threads_seen: set[int] = set()
         self._other_threads: OtherThreads | None = None
         self._compiled = CompiledWatch()
-        self._stack = []
+        self._stack.clear()  # in place: the compiled dispatch reads this very list
+        # The mode's compiled dispatch while it is active (the general path logs through it),
+        # and the list it logs to, which its ledger reads in batches.
+        self._dispatch: _core.DispatchRecorder | None = None
+        self._ledger_log: list[Any] = []
 
     # -- module tracking -------------------------------------------------------------------
 
@@ -441,7 +445,7 @@ class OperatorFlopCounter:
             for handle in handles:
                 handle.remove()
         finally:
-            self._stack = []
+            self._stack.clear()
             hold, self._hold = self._hold, None
             if hold is not None:
                 hold.release()
@@ -508,10 +512,64 @@ class OperatorFlopCounter:
                 self._remove_hooks()
 
     def _mode_class(self) -> type[OperatorFlopMode]:
-        """The dispatch mode this counter pushes (the analysis of a forward has its own)."""
-        from .opflops.mode import OperatorFlopMode
+        """The dispatch mode this counter pushes: the compiled one, as ``crawl_module``'s."""
+        from .opflops.mode import CompiledFlopMode
 
-        return OperatorFlopMode
+        return CompiledFlopMode
+
+    # -- the compiled dispatch (see ``CompiledFlopMode``) ----------------------------------
+
+    def _dispatch_scope(self) -> Any:
+        """Where operators ran: the live list of module paths, or the caller's callable."""
+        paths = self._module_paths
+        if paths is None:
+            return self._stack  # filled by this counter's hooks (empty without ``modules``)
+        owner = getattr(paths, "__self__", None)
+        if isinstance(owner, CalledModules) and getattr(paths, "__func__", None) is (
+            CalledModules.active
+        ):
+            return owner._stack  # the same paths, read without calling back into Python
+        return paths
+
+    def _dispatch_log(self) -> list[Any]:
+        return self._ledger_log
+
+    def _attach(self, dispatch: _core.DispatchRecorder) -> None:
+        self._dispatch = dispatch
+
+    def _detach(self, dispatch: _core.DispatchRecorder) -> None:
+        """Take what the compiled dispatch counted: calls, formulas, modules, dtypes, threads."""
+        self._dispatch = None
+        for tally in dispatch.tallies():
+            stats = self._stats_for(tally.entry.name)
+            stats.calls += tally.calls
+            stats.uncounted_calls += tally.uncounted
+            if stats.exclusion is None:
+                stats.exclusion = tally.entry.exclusion
+        ledger = dispatch.ledger()
+        self._apply_formulas(ledger.formulas)
+        for found in ledger.modules:
+            module = self._modules.get(found.path)
+            if module is None:
+                module = self._modules[found.path] = _ModuleStats()
+            module.flops += found.flops
+            module.uncounted.update(found.uncounted)
+        for dtype, flops in ledger.dtype_flops.items():
+            self._dtype_flops[dtype] = self._dtype_flops.get(dtype, 0) + flops
+        for device in ledger.devices:
+            if device not in self._devices:
+                self._devices.append(device)
+        self._dtypes.update(ledger.dtypes)
+        self._threads_seen.update(ledger.threads)
+
+    def _apply_formulas(self, tallies: list[_core.FormulaTally]) -> None:
+        """Count what the deferred shape formulas came to, a failing one as the mode counts."""
+        for tally in tallies:
+            stats = self._stats_for(tally.entry.name)
+            stats.counted_calls += tally.counted
+            stats.flops += tally.flops
+            stats.uncounted_calls += tally.uncounted
+            stats.failures.extend(tally.failures[: max(0, 3 - len(stats.failures))])
 
     # -- called by the dispatch mode -------------------------------------------------------
 
@@ -530,47 +588,31 @@ class OperatorFlopCounter:
         kwargs: Mapping[str, Any],
         out: Any,
     ) -> None:
-        # Results carry the devices and dtypes the work ran in; their arguments are results of
-        # earlier operators or the caller's inputs, which the caller describes.
-        dtype = self._observe(out)
-        if flops and dtype is not None:
-            self._dtype_flops[dtype] = self._dtype_flops.get(dtype, 0) + flops
+        # The general path. Results carry the devices and dtypes the work ran in (their
+        # arguments are results of earlier operators or the caller's inputs, which the caller
+        # describes); the compiled dispatch notes them and logs the call, so that its ledger
+        # attributes every operator to its modules and dtype in the order they ran.
+        dispatch = self._dispatch
+        if dispatch is None:  # the mode re-entered after its outermost exit: nothing to log to
+            return
         self._threads_seen.add(_native_id())
         paths = self.module_stack
-        if not paths:
-            return
-        for path in dict.fromkeys(paths):  # each module once, even if it is re-entered
-            module = self._modules.get(path)
-            if module is None:
-                module = self._modules[path] = _ModuleStats()
-            if outcome == COUNTED:
-                module.flops += flops
-            elif outcome == UNCOUNTED:
-                module.uncounted.add(entry.name)
-
-    def _observe(self, values: Any) -> Any:
-        # A plain walk of the containers: operator results only nest tuples and lists. Returns
-        # the first floating dtype met (the precision an operator computed in), or None.
-        import torch
-
-        first = None
-        pending = [values]
-        while pending:
-            value = pending.pop()
-            if isinstance(value, torch.Tensor):
-                device = value.device
-                if device not in self._devices:
-                    self._devices.append(device)
-                dtype = value.dtype
-                if dtype.is_floating_point:
-                    self._dtypes.add(dtype)
-                    if first is None:
-                        first = dtype
-            elif isinstance(value, (tuple, list)):
-                pending.extend(value)
-            elif isinstance(value, dict):
-                pending.extend(value.values())
-        return first
+        dispatch.append(
+            _core.OperatorRecord(
+                entry=entry,
+                call=None,
+                outcome=outcome,
+                flops=flops,
+                args=None,
+                kwargs=None,
+                out=None,
+                inputs=[],
+                first_inputs=0,
+                outputs=[],
+                paths=paths if paths else None,
+                dtype=dispatch.observe(out),
+            )
+        )
 
     # -- results ---------------------------------------------------------------------------
 

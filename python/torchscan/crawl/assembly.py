@@ -170,7 +170,7 @@ def _analyse(
         seeds=[(id(tensor), tensor.dim()) for tensor in iter_tensors(positional)],
     )
     if counter is not None:
-        counter.apply(assembly.tallies)
+        counter._apply_formulas(assembly.tallies)
         operator_flops = counter.report(assembly.by_module, class_name(model))
         operator_diagnostics = counter.diagnostics()
     else:

@@ -6,7 +6,6 @@ The lean path is compiled (``_core.DispatchRecorder``).
 from __future__ import annotations
 
 import functools
-import types
 from collections.abc import Iterable, Mapping
 from math import prod
 from typing import Any
@@ -76,70 +75,19 @@ def _crawl_counter_class() -> type:
 
     from ..flops import OperatorFlopCounter
     from ..opflops.formulas import shapes_of
-    from ..opflops.mode import COUNTED, DEFERRED, UNCOUNTED, Entry, OperatorFlopMode
+    from ..opflops.mode import Entry
 
     tensor_type = torch.Tensor
-
-    class CrawlMode(OperatorFlopMode):
-        """The counter's dispatch mode: the usual calls are logged by compiled code.
-
-        A lean call (see ``Entry.lean``) without tensors among its keyword arguments is run and
-        logged as shapes and identities by ``_core.DispatchRecorder``, installed as this
-        instance's ``__torch_dispatch__``: its formula, DMAs and receptive-field step are worked
-        out after the forward, and no Python frame runs for it. Every other call takes the
-        general path (the class's own ``__torch_dispatch__``, which TorchDynamo is kept out of),
-        which counts it as ``measure_flops`` does and logs it through ``CrawlCounter._after``.
-        """
-
-        def __init__(self, counter: Any, *rest: Any) -> None:
-            super().__init__(counter, *rest)
-            self._depth = 0
-            self.__torch_dispatch__ = types.MethodType(  # type: ignore[method-assign]
-                _core.DispatchRecorder(
-                    self._entries,
-                    types.MethodType(OperatorFlopMode.__torch_dispatch__, self),
-                    counter._recorder.core,
-                    counter._log,
-                    torch.Tensor,
-                    torch.nn.Parameter,
-                    torch._C._dispatch_call_boxed,
-                    torch._C._len_torch_function_stack,
-                    COUNTED,
-                    DEFERRED,
-                    UNCOUNTED,
-                ),
-                self,
-            )
-
-        def __enter__(self) -> Any:
-            self._depth += 1  # the general path re-enters the mode to decompose an operator
-            return super().__enter__()
-
-        def __exit__(self, *exc: Any) -> Any:
-            self._depth -= 1
-            try:
-                return super().__exit__(*exc)
-            finally:
-                # At the outermost exit only. The recorder refers back to the mode: unlinked,
-                # both are freed at once.
-                dispatch = None if self._depth else self.__dict__.pop("__torch_dispatch__", None)
-                if dispatch is not None:
-                    for tally in dispatch.__func__.tallies():
-                        stats = self._stats_for(tally.entry.name)
-                        stats.calls += tally.calls
-                        stats.uncounted_calls += tally.uncounted
-                        if stats.exclusion is None:
-                            stats.exclusion = tally.entry.exclusion
 
     class CrawlCounter(OperatorFlopCounter):
         """The operator FLOPs counter of the analysed forward.
 
-        Every executed operator is logged, as a ``_core.OperatorRecord``, with the module call
-        that ran it.
-        Once the forward is over, ``_core.Assembler`` applies the deferred formulas, gives each
-        call the FLOPs and DMAs of the operators it ran itself (``by_module`` is summed over
-        the call tree) and replays the receptive fields from the same log; ``apply`` counts
-        what the deferred formulas came to.
+        Its mode is ``CompiledFlopMode``, as every counter's; every executed operator is logged,
+        as a ``_core.OperatorRecord``, with the module call that ran it. Once the forward is
+        over, ``_core.Assembler`` applies the deferred formulas, gives each call the FLOPs and
+        DMAs of the operators it ran itself (``by_module`` is summed over the call tree) and
+        replays the receptive fields from the same log; ``_apply_formulas`` counts what the
+        deferred formulas came to.
         """
 
         # The analysed forward runs on the calling thread, from inputs torchscan made: other
@@ -151,8 +99,23 @@ def _crawl_counter_class() -> type:
             self._recorder = recorder
             self._log = recorder.log if recorder.log is not None else []
 
-        def _mode_class(self) -> type[OperatorFlopMode]:
-            return CrawlMode
+        def _dispatch_scope(self) -> Any:
+            return self._recorder.core  # operators ran in the innermost module call
+
+        def _dispatch_log(self) -> list[Any]:
+            return self._log
+
+        def _attach(self, dispatch: _core.DispatchRecorder) -> None:
+            pass  # the general path logs to the same list itself (``_after``)
+
+        def _detach(self, dispatch: _core.DispatchRecorder) -> None:
+            # The lean calls' tallies; their formulas are applied by the assembly (``apply``).
+            for tally in dispatch.tallies():
+                stats = self._stats_for(tally.entry.name)
+                stats.calls += tally.calls
+                stats.uncounted_calls += tally.uncounted
+                if stats.exclusion is None:
+                    stats.exclusion = tally.entry.exclusion
 
         def _after(
             self,
@@ -163,7 +126,7 @@ def _crawl_counter_class() -> type:
             kwargs: Mapping[str, Any],
             out: Any,
         ) -> None:
-            # The general path (the lean one is ``CrawlMode.__torch_dispatch__``).
+            # The general path (the lean one is ``_core.DispatchRecorder``).
             ids = _tensor_ids(args)
             first = len(_tensor_ids(args[:1]))
             if kwargs:
@@ -185,19 +148,6 @@ def _crawl_counter_class() -> type:
                     outputs=[(id(tensor), tensor.dim()) for tensor in outputs],
                 )
             )
-
-        def apply(self, tallies: list[_core.FormulaTally]) -> None:
-            """Count what the deferred formulas came to once the forward was over.
-
-            ``_core.Assembler`` applies them, one tally per entry, a failing formula counted as
-            the mode counts one.
-            """
-            for tally in tallies:
-                stats = self._stats_for(tally.entry.name)
-                stats.counted_calls += tally.counted
-                stats.flops += tally.flops
-                stats.uncounted_calls += tally.uncounted
-                stats.failures.extend(tally.failures[: max(0, 3 - len(stats.failures))])
 
         def report(self, modules: list[ModuleOperatorFlops], root: str) -> OperatorFlops:
             """The ``operator_flops`` section, with the FLOPs of every module path of ``root``."""

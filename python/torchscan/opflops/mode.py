@@ -18,6 +18,7 @@ markers (``profiler::_record_function_enter_new``, emitted by optimizers), which
 from __future__ import annotations
 
 import functools
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
@@ -25,6 +26,7 @@ from typing import Any, Final, Literal, Protocol
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from .. import _core
 from .._compiled import without_dynamo
 from .classify import ExclusionClass, exclusion_class, operator_name
 from .formulas import COMPOSITE_FALLBACKS, RawFormula, builtin_formulas, from_shape_formula
@@ -182,6 +184,30 @@ class Recorder(Protocol):
         out: Any,
     ) -> None:
         """Called after every listed call, once the tallies are updated."""
+        ...
+
+
+class CompiledRecorder(Recorder, Protocol):
+    """What :class:`CompiledFlopMode` reports to, besides :class:`Recorder`'s calls."""
+
+    def _dispatch_scope(self) -> Any:
+        """Where operators ran, for ``_core.DispatchRecorder``.
+
+        A ``_core.CallRecorder``, the live list of the active module paths, or a callable
+        returning them.
+        """
+        ...
+
+    def _dispatch_log(self) -> list[Any]:
+        """The list the compiled dispatch logs operators to."""
+        ...
+
+    def _attach(self, dispatch: _core.DispatchRecorder) -> None:
+        """The mode's compiled dispatch, once made (the general path logs through it)."""
+        ...
+
+    def _detach(self, dispatch: _core.DispatchRecorder) -> None:
+        """The mode is leaving: take what the compiled dispatch counted."""
         ...
 
 
@@ -497,3 +523,57 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
             stats.uncounted_calls += 1
         self._after(entry, code, flops, args, kwargs, out)
         return out
+
+
+class CompiledFlopMode(OperatorFlopMode):
+    """:class:`OperatorFlopMode` whose common calls are run and logged by compiled code.
+
+    A lean call (see ``Entry.lean``) without tensors among its keyword arguments is run and logged
+    as an operator record by ``_core.DispatchRecorder``, installed as this instance's
+    ``__torch_dispatch__``: no Python frame runs for it, and its shape formula is applied from
+    the log (by a counter's ledger, in batches while the workload runs, or by the analysis's
+    assembly once its forward is over). Every other call takes the general path (the class's own
+    ``__torch_dispatch__``, which TorchDynamo is kept out of), which counts it at once and logs
+    it through the recorder's ``_after``. ``crawl_module``, ``measure_flops`` and every
+    ``OperatorFlopCounter`` count through this mode.
+    """
+
+    def __init__(
+        self,
+        recorder: CompiledRecorder,
+        user_formulas: Mapping[Any, RawFormula],
+        on_user_formula_error: Callable[[str, BaseException], BaseException],
+    ) -> None:
+        super().__init__(recorder, user_formulas, on_user_formula_error)
+        self._depth = 0
+        self._owner = recorder
+        dispatch = _core.DispatchRecorder(
+            self._entries,
+            types.MethodType(OperatorFlopMode.__torch_dispatch__, self),
+            recorder._dispatch_scope(),
+            recorder._dispatch_log(),
+            torch.Tensor,
+            torch.nn.Parameter,
+            torch._C._dispatch_call_boxed,
+            torch._C._len_torch_function_stack,
+            COUNTED,
+            DEFERRED,
+            UNCOUNTED,
+        )
+        self.__torch_dispatch__ = types.MethodType(dispatch, self)  # type: ignore[method-assign]
+        recorder._attach(dispatch)
+
+    def __enter__(self) -> Any:
+        self._depth += 1  # the general path re-enters the mode to decompose an operator
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        self._depth -= 1
+        try:
+            return super().__exit__(*exc)
+        finally:
+            # At the outermost exit only. The dispatch recorder refers back to the mode:
+            # unlinked, both are freed at once.
+            dispatch = None if self._depth else self.__dict__.pop("__torch_dispatch__", None)
+            if dispatch is not None:
+                self._owner._detach(dispatch.__func__)

@@ -13,12 +13,13 @@ use pyo3::IntoPyObjectExt;
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use torchscan_core::call_tree::{CallTree, OwnOperators, path_totals, post_order};
 use torchscan_core::schema::common::exact_integer;
 
 use crate::call_recorder::{CallRecorder, TensorSpec, shape_elements};
+use crate::flop_ledger::{FormulaTally, Tallies};
 use crate::operator_record::OperatorRecord;
 use crate::receptive_fields::{FieldTracker, unavailable};
 use crate::storage::OwnStorage;
@@ -315,30 +316,6 @@ struct OperatorPass<'py> {
     shape_elements: Bound<'py, PyAny>,
 }
 
-/// What the deferred formulas of one operator entry came to.
-struct Tally<'py> {
-    entry: Bound<'py, PyAny>,
-    counted: u64,
-    flops: u128,
-    uncounted: u64,
-    failures: Vec<String>,
-}
-
-/// What the deferred shape formulas of one operator entry came to, for the counter's tallies.
-#[pyclass(module = "torchscan._core", frozen, get_all)]
-pub struct FormulaTally {
-    /// The operator's `Entry` (`torchscan.opflops.mode`).
-    pub entry: Py<PyAny>,
-    /// Calls its formula counted.
-    pub counted: u64,
-    /// The FLOPs of those calls.
-    pub flops: u128,
-    /// Calls whose formula failed (counted as the mode counts a failing formula).
-    pub uncounted: u64,
-    /// The first three failures, as `"TypeName: message"`.
-    pub failures: Vec<String>,
-}
-
 /// How values are described: `describe(value)` for anything, with the dtype and device names
 /// it has already worked out, which tensor specs are described with here.
 struct Describe<'py> {
@@ -579,18 +556,7 @@ fn assemble<'py>(
     let mut tallies: Vec<Py<FormulaTally>> = Vec::new();
     if full {
         if let Some(log) = &log {
-            for tally in operator_pass(py, log, &mut nodes, operators)? {
-                tallies.push(Py::new(
-                    py,
-                    FormulaTally {
-                        entry: tally.entry.unbind(),
-                        counted: tally.counted,
-                        flops: tally.flops,
-                        uncounted: tally.uncounted,
-                        failures: tally.failures,
-                    },
-                )?);
-            }
+            tallies = operator_pass(py, log, &mut nodes, operators)?.take(py)?;
         }
         let mut reported: HashSet<usize> = HashSet::new();
         for &position in &ordered {
@@ -785,8 +751,8 @@ fn operator_pass<'py>(
     log: &Bound<'py, PyList>,
     nodes: &mut [Node],
     pass: &OperatorPass<'py>,
-) -> PyResult<Vec<Tally<'py>>> {
-    let mut tallies: Vec<Tally<'py>> = Vec::new();
+) -> PyResult<Tallies> {
+    let mut tallies = Tallies::default();
     let mut sequence: i64 = 0;
     for event in log.iter() {
         let Ok(record) = event.cast::<OperatorRecord>() else {
@@ -815,50 +781,13 @@ fn operator_pass<'py>(
         );
         let mut flops: u128 = 0;
         if outcome == pass.deferred {
-            let index = match tallies.iter().position(|tally| tally.entry.is(entry)) {
-                Some(index) => index,
-                None => {
-                    tallies.push(Tally {
-                        entry: entry.clone(),
-                        counted: 0,
-                        flops: 0,
-                        uncounted: 0,
-                        failures: Vec::new(),
-                    });
-                    tallies.len() - 1
-                }
-            };
-            let tally = &mut tallies[index];
-            let keywords = if kwargs.is_truthy()? {
-                kwargs.clone()
-            } else {
-                PyDict::new(py).into_any()
-            };
-            let formula = entry.getattr(intern!(py, "on_shapes"))?;
             // A failing formula is counted as the mode counts one.
-            match formula
-                .call1((args, keywords, out))
-                .and_then(|value| py.get_type::<PyInt>().call1((value,)))
-                .and_then(|value| value.extract::<u128>())
-            {
-                Ok(value) => {
+            match tallies.of(entry).apply(args, kwargs, out)? {
+                Some(value) => {
                     flops = value;
-                    tally.counted += 1;
-                    tally.flops = tally.flops.saturating_add(value);
                     outcome = pass.counted;
                 }
-                Err(error) => {
-                    tally.uncounted += 1;
-                    if tally.failures.len() < 3 {
-                        let value = error.value(py);
-                        tally.failures.push(format!(
-                            "{}: {}",
-                            value.get_type().name()?,
-                            value.str()?
-                        ));
-                    }
-                    outcome = pass.uncounted;
-                }
+                None => outcome = pass.uncounted,
             }
         } else if outcome == pass.counted {
             flops = record.flops;
@@ -1109,7 +1038,6 @@ fn module_totals<'py>(
 
 /// Adds [`assemble`] to the module.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
-    module.add_class::<FormulaTally>()?;
     module.add_class::<Assembly>()?;
     module.add_class::<Assembler>()
 }

@@ -10,12 +10,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use pyo3::exceptions::PyRuntimeError;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::MutexExt;
 use pyo3::types::{PyDict, PyInt, PyList, PyTuple};
 
 use crate::call_recorder::CallRecorder;
+use crate::flop_ledger::{FlopLedger, Ledger};
 use crate::operator_record::OperatorRecord;
 
 /// Calls of one entry logged here: the entry, its calls and its uncounted calls.
@@ -56,8 +58,11 @@ pub struct DispatchRecorder {
     entries: Py<PyDict>,
     /// The general path, called as `general(func, types, args, kwargs)`.
     general: Py<PyAny>,
-    /// The module-call recorder; its `top` is the innermost call running.
-    recorder: Py<CallRecorder>,
+    /// Where an operator ran: the module call, or the module paths active.
+    scope: Scope,
+    /// A counter's running totals (`None` for an analysed forward, whose assembly reads the
+    /// whole log once the forward is over).
+    ledger: Option<Mutex<Ledger>>,
     /// The forward's log.
     log: Py<PyList>,
     /// `torch.Tensor`.
@@ -80,6 +85,19 @@ pub struct DispatchRecorder {
     /// Entries do not change once made, so theirs is read once per forward.
     seen: Mutex<HashMap<usize, Option<Arc<Lean>>>>,
 }
+
+/// Where the operators of a dispatch ran, as its records say.
+enum Scope {
+    /// An analysed forward: the innermost module call running (the recorder's `top`).
+    Calls(Py<CallRecorder>),
+    /// A counter tracking modules with hooks: the live list of the active module paths.
+    Paths(Py<PyList>),
+    /// A counter given a callable returning the active module paths.
+    Callable(Py<PyAny>),
+}
+
+/// How many records a counter's log holds before its ledger reads them.
+const LEDGER_BATCH: usize = 4096;
 
 /// The parts of a lean entry the recorder uses on every call.
 struct Lean {
@@ -118,9 +136,10 @@ impl DispatchRecorder {
     #[new]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         entries: Py<PyDict>,
         general: Py<PyAny>,
-        recorder: Py<CallRecorder>,
+        scope: &Bound<'_, PyAny>,
         log: Py<PyList>,
         tensor: Py<PyAny>,
         parameter: Py<PyAny>,
@@ -129,11 +148,30 @@ impl DispatchRecorder {
         counted: i64,
         deferred: i64,
         uncounted: i64,
-    ) -> Self {
-        Self {
+    ) -> PyResult<Self> {
+        let (scope, ledger) = if let Ok(recorder) = scope.cast::<CallRecorder>() {
+            (Scope::Calls(recorder.clone().unbind()), None)
+        } else {
+            let scope = if let Ok(list) = scope.cast::<PyList>() {
+                Scope::Paths(list.clone().unbind())
+            } else if scope.is_callable() {
+                Scope::Callable(scope.clone().unbind())
+            } else {
+                return Err(PyTypeError::new_err(
+                    "scope must be a CallRecorder, a list of module paths or a callable",
+                ));
+            };
+            let native_id = py
+                .import(intern!(py, "threading"))?
+                .getattr(intern!(py, "get_native_id"))?
+                .unbind();
+            (scope, Some(Mutex::new(Ledger::new(native_id))))
+        };
+        Ok(Self {
             entries,
             general,
-            recorder,
+            scope,
+            ledger,
             log,
             tensor,
             parameter,
@@ -144,7 +182,31 @@ impl DispatchRecorder {
             uncounted,
             tallies: Mutex::new(Tallies::default()),
             seen: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A counter's general path notes a result here: the devices and floating-point dtypes of
+    /// its tensors; returns the first floating-point dtype among them, or `None`.
+    fn observe<'py>(&self, value: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let py = value.py();
+        self.ledger(py)?.observe(value, self.tensor.bind(py))
+    }
+
+    /// A counter's general path logs an operator here (its ledger reads the log in batches).
+    fn append(&self, py: Python<'_>, record: &Bound<'_, OperatorRecord>) -> PyResult<()> {
+        let log = self.log.bind(py);
+        log.append(record)?;
+        if log.len() >= LEDGER_BATCH {
+            self.read_log(py)?;
         }
+        Ok(())
+    }
+
+    /// What a counter's operators came to since the last time (the log is read first).
+    #[pyo3(name = "ledger")]
+    fn ledger_totals(&self, py: Python<'_>) -> PyResult<FlopLedger> {
+        self.read_log(py)?;
+        self.ledger(py)?.take(py)
     }
 
     /// The calls logged here since the last time, per entry, in the order entries were first
@@ -263,10 +325,37 @@ impl DispatchRecorder {
             Ok(value) if value.is_instance(tensor)? => 1,
             _ => 0,
         };
-        let call = self.recorder.bind(py).try_borrow()?.top();
+        let (call, paths, dtype) = match &self.scope {
+            Scope::Calls(recorder) => (recorder.bind(py).try_borrow()?.top(), py.None(), py.None()),
+            scope => {
+                // The user's callable runs before the ledger is locked.
+                let called = match scope {
+                    Scope::Callable(active) => {
+                        let found = active.bind(py).call0()?;
+                        let found: Vec<Bound<'py, PyAny>> =
+                            found.try_iter()?.collect::<PyResult<_>>()?;
+                        Some(PyTuple::new(py, found)?.into_any().unbind())
+                    }
+                    _ => None,
+                };
+                let mut ledger = self.ledger(py)?;
+                ledger.note_thread(py)?;
+                let paths = match (scope, called) {
+                    (_, Some(paths)) => paths,
+                    (Scope::Paths(list), None) => ledger.snapshot(list.bind(py))?,
+                    _ => py.None(),
+                };
+                let dtype = ledger
+                    .observe(&out, tensor)?
+                    .map_or_else(|| py.None(), Bound::unbind);
+                (None, paths, dtype)
+            }
+        };
         let record = OperatorRecord {
             entry: entry.unbind(),
             call,
+            paths,
+            dtype,
             outcome: code,
             flops: 0,
             args: shaped_args.unbind(),
@@ -280,6 +369,10 @@ impl DispatchRecorder {
             outputs,
         };
         let record = Bound::new(py, record)?;
+        if self.ledger.is_some() {
+            self.append(py, &record)?;
+            return Ok(out);
+        }
         self.log.bind(py).append(record)?;
         Ok(out)
     }
@@ -355,6 +448,28 @@ impl DispatchRecorder {
         let lean = Lean::of(&entry)?.map(Arc::new);
         self.seen()?.insert(key, lean.clone());
         Ok(lean)
+    }
+
+    /// A counter's ledger (an analysed forward has none).
+    ///
+    /// A thread waiting for it detaches from the interpreter meanwhile: the holder may run
+    /// Python code (a formula) that lets another thread run, which may then wait here.
+    fn ledger(&self, py: Python<'_>) -> PyResult<std::sync::MutexGuard<'_, Ledger>> {
+        self.ledger
+            .as_ref()
+            .ok_or_else(|| PyTypeError::new_err("an analysed forward's recorder keeps no ledger"))?
+            .lock_py_attached(py)
+            .map_err(|_| PyRuntimeError::new_err("the operator ledger is poisoned"))
+    }
+
+    /// Reads a counter's log into its ledger.
+    fn read_log(&self, py: Python<'_>) -> PyResult<()> {
+        self.ledger(py)?.read(
+            self.log.bind(py),
+            self.counted,
+            self.deferred,
+            self.uncounted,
+        )
     }
 
     fn seen(&self) -> PyResult<std::sync::MutexGuard<'_, HashMap<usize, Option<Arc<Lean>>>>> {

@@ -1,5 +1,6 @@
-//! The compiled analysis path of `crawl_module` (and `summary`), registered into
-//! `torchscan._core` by the bindings crate.
+//! The compiled analysis path of `crawl_module` (and `summary`) and of the operator FLOP
+//! counters (`measure_flops`, `OperatorFlopCounter`), registered into `torchscan._core` by the
+//! bindings crate.
 //!
 //! An analysis runs the model's forward once with a stand-in `forward` on every module and a
 //! dispatch mode, then turns what it recorded into the report's layers. The parts that run once
@@ -9,6 +10,8 @@
 //! - [`dispatch_recorder`]: the common path of the operator dispatch, logged without a Python
 //!   frame;
 //! - [`operator_record`]: one executed operator as the log keeps it;
+//! - [`flop_ledger`]: what the operators of a counted workload came to (`measure_flops` and
+//!   `OperatorFlopCounter` count through the same dispatch recorder);
 //! - [`storage`]: a model's parameters and buffers, each module's own and the storage totals;
 //! - [`receptive_fields`]: receptive fields replayed along the operator log;
 //! - [`assembly`]: the layers, the module estimates and the operator views of the report;
@@ -23,6 +26,7 @@
 pub mod assembly;
 pub mod call_recorder;
 pub mod dispatch_recorder;
+pub mod flop_ledger;
 pub mod operator_record;
 pub mod receptive_fields;
 pub mod storage;
@@ -35,6 +39,7 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     assembly::register(module)?;
     call_recorder::register(module)?;
     dispatch_recorder::register(module)?;
+    flop_ledger::register(module)?;
     operator_record::register(module)?;
     receptive_fields::register(module)?;
     storage::register(module)?;

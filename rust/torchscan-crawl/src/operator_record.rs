@@ -1,11 +1,12 @@
-//! One executed operator of an analysed forward, as the log keeps it.
+//! One executed operator, as the log of a compiled dispatch keeps it.
 //!
-//! The dispatch recorder makes one for every lean call, the Python general path
-//! (`torchscan.crawl.dispatch_recorder`'s `CrawlCounter._after`) for every other call; after the
-//! forward, the assembly reads them for the operator figures of each module call and the
-//! receptive fields.
+//! The dispatch recorder makes one for every lean call, the Python general path (the counters'
+//! `_after`) for every other call. For an analysed forward, the assembly reads them once the
+//! forward is over, for the operator figures of each module call and the receptive fields; for
+//! a FLOP counter, its ledger (`flop_ledger`) reads them in batches while it counts.
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 
 /// An executed operator of the analysed forward's log.
 ///
@@ -18,8 +19,15 @@ use pyo3::prelude::*;
 pub struct OperatorRecord {
     /// The operator's `Entry` (`torchscan.opflops.mode`).
     pub entry: Py<PyAny>,
-    /// The position of the innermost module call running (see `CallRecorder`), if any.
+    /// The position of the innermost module call running (see `CallRecorder`), if any: where
+    /// an analysed forward's operator ran.
     pub call: Option<usize>,
+    /// The module paths active, outermost first (a tuple), or `None`: where an operator counted
+    /// by `measure_flops` or `OperatorFlopCounter` ran.
+    pub paths: Py<PyAny>,
+    /// The first floating-point dtype among the result's tensors (the precision the operator
+    /// computed in), or `None`; recorded by counters only.
+    pub dtype: Py<PyAny>,
     /// How the call was counted: an outcome code of `torchscan.opflops.mode`.
     pub outcome: i64,
     /// The FLOPs of a `COUNTED` call (0 for the other outcomes).
@@ -43,9 +51,24 @@ pub struct OperatorRecord {
 impl OperatorRecord {
     /// A record with every field named (as the general path makes it).
     #[new]
-    #[pyo3(signature = (*, entry, call, outcome, flops, args, kwargs, out, inputs, first_inputs, outputs))]
+    #[pyo3(signature = (
+        *,
+        entry,
+        call,
+        outcome,
+        flops,
+        args,
+        kwargs,
+        out,
+        inputs,
+        first_inputs,
+        outputs,
+        paths = None,
+        dtype = None,
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         entry: Py<PyAny>,
         call: Option<usize>,
         outcome: i64,
@@ -56,6 +79,8 @@ impl OperatorRecord {
         inputs: Vec<usize>,
         first_inputs: usize,
         outputs: Vec<(usize, usize)>,
+        paths: Option<Bound<'_, PyTuple>>,
+        dtype: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         if first_inputs > inputs.len() {
             return Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -66,6 +91,8 @@ impl OperatorRecord {
         Ok(Self {
             entry,
             call,
+            paths: paths.map_or_else(|| py.None(), |paths| paths.into_any().unbind()),
+            dtype: dtype.unwrap_or_else(|| py.None()),
             outcome,
             flops,
             args,
