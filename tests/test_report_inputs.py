@@ -11,10 +11,13 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 import torchscan
@@ -28,7 +31,13 @@ from torchscan import (
     render_report,
     validate_report,
 )
-from torchscan.validation import MAX_NESTING_DEPTH, max_input_bytes, report_json
+from torchscan.validation import (
+    MAX_NESTING_DEPTH,
+    _has_value_problems,
+    _value_problems_at_paths,
+    max_input_bytes,
+    report_json,
+)
 
 from .conftest import FIXTURES
 
@@ -262,6 +271,28 @@ def test_keys_that_are_not_strings_are_refused_with_their_paths() -> None:
         ('$.layers[0]["a\\u202eb"]', "a key is tuple (1, 2), not a string"),
         ('$.layers[0]["a\\u202eb"]', "a key is NoneType None, not a string"),
     ]
+
+
+_JSON_LIKE = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.lists(children, max_size=4).map(tuple)
+        | st.dictionaries(st.text(max_size=2) | st.integers() | st.none(), children, max_size=4)
+        | st.dictionaries(st.text(max_size=2), children, max_size=4).map(MappingProxyType)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_JSON_LIKE, depth=st.integers(0, MAX_NESTING_DEPTH + 2))
+def test_the_quick_check_finds_what_the_walk_with_paths_finds(value: object, depth: int) -> None:
+    # Every report is checked on its way out by the walk without paths; the paths are made
+    # only when it finds something, so the two must agree on every value.
+    for _ in range(depth):
+        value = [value]
+    assert _has_value_problems(value) == bool(_value_problems_at_paths(value))
 
 
 @pytest.mark.parametrize(

@@ -105,12 +105,47 @@ def _key_path(path: str, key: str) -> str:
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
 
+def _has_value_problems(report: object) -> bool:
+    """Whether :func:`_value_problems` would find anything: the same walk without paths.
+
+    Every report torchscan writes is checked on its way out, so the common case (no problem)
+    builds no path text; the paths are made only when there is something to report.
+    """
+    stack: list[tuple[object, int]] = [(report, 1)]
+    while stack:
+        value, depth = stack.pop()
+        kind = type(value)
+        children: Any
+        if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
+            children = value.values()  # type: ignore[attr-defined]
+            for key in value:  # type: ignore[attr-defined]
+                if not isinstance(key, str):
+                    return True
+        elif kind is list or kind is tuple or isinstance(value, (list, tuple)):
+            children = value
+        else:
+            continue
+        if depth > MAX_NESTING_DEPTH:
+            return True
+        for child in children:
+            if not isinstance(child, (str, int, float)) and child is not None:
+                stack.append((child, depth + 1))
+    return False
+
+
 def _value_problems(report: object) -> list[tuple[str, str]]:
     """Keys that are not strings, and nesting past the limit, each with its JSON path.
 
     ``json.dumps`` would write an ``int`` key as a string, silently, and fail with
     ``RecursionError`` on deep or circular nesting: both are found here first, without recursion.
     """
+    if not _has_value_problems(report):
+        return []
+    return _value_problems_at_paths(report)
+
+
+def _value_problems_at_paths(report: object) -> list[tuple[str, str]]:
+    """The walk of :func:`_value_problems` that names every problem's JSON path."""
     problems: list[tuple[str, str]] = []
     stack: list[tuple[object, str, int]] = [(report, "$", 1)]
     while stack:
