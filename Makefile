@@ -1,6 +1,9 @@
 # The developer loop. `make demo` and `make test` are the README's two set-up commands: each creates
-# .venv when missing, installs torch, the build tools and the test dependencies, builds the
-# extension, and runs. A second run reuses .venv and rebuilds only what changed.
+# .venv when missing, installs what it needs, builds the extension, and runs. `make demo` installs
+# only torch, psutil and maturin; `make test` adds the test extra (pytest, hypothesis, jsonschema,
+# ruff, mypy, numpy), the models extra (torchvision, timm, transformers: configs only, no weights)
+# and, through `make browser`, Debian's chromium. A second run reuses .venv and rebuilds only what
+# changed.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := test
@@ -12,18 +15,23 @@ PY := $(VENV)/bin/python
 export PYO3_PYTHON := $(abspath $(PY))
 
 DEPS_STAMP := $(VENV)/.torchscan-deps
+TEST_DEPS_STAMP := $(VENV)/.torchscan-test-deps
 EXT_STAMP := $(VENV)/.torchscan-extension
 RUST_SOURCES := Cargo.toml Cargo.lock $(shell find rust -type f \( -name '*.rs' -o -name 'Cargo.toml' -o -name '*.j2' \) 2>/dev/null)
 
-.PHONY: demo test lint rust-test python-test browser build bytecode schema clean
+.PHONY: demo test lint rust-test python-test browser build bytecode schema clean dist dist-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# torch, psutil and the test extra come from pyproject.toml through maturin's install.
+# torch and psutil come from pyproject.toml through maturin's install; the extras only for tests.
 $(DEPS_STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet "maturin>=1.8,<2"
+	$(PY) -m maturin develop --release
+	touch $@
+
+$(TEST_DEPS_STAMP): pyproject.toml $(DEPS_STAMP)
 	$(PY) -m maturin develop --release --extras test,models
 	touch $@
 
@@ -42,7 +50,7 @@ build: $(EXT_STAMP) bytecode
 demo: $(EXT_STAMP) bytecode
 	$(PY) -m torchscan demo
 
-lint: $(EXT_STAMP)
+lint: $(EXT_STAMP) $(TEST_DEPS_STAMP)
 	@if cargo tree --locked -p torchscan-core -e normal,build,dev | grep -q pyo3; then \
 		echo "torchscan-core must not depend on pyo3"; exit 1; fi
 	cargo fmt --all --check
@@ -71,10 +79,28 @@ browser:
 		fi; \
 	}
 
-python-test: $(EXT_STAMP) bytecode browser
-	$(PY) -m pytest
+# tests/test_report_binary.py compares the standalone binary with the console script.
+python-test: $(EXT_STAMP) $(TEST_DEPS_STAMP) bytecode browser
+	cargo build --locked --quiet -p torchscan-report
+	TORCHSCAN_REPORT_BINARY=$(CURDIR)/target/debug/torchscan-report $(PY) -m pytest
 
 test: lint rust-test python-test
+
+# The four artifacts of a release, in dist/: the torchscan wheel and sdist, and the
+# torchscan-report wheel (the binary alone, no Python dependency) and sdist.
+DIST := dist
+
+dist: $(DEPS_STAMP)
+	rm -rf $(DIST)
+	$(PY) -m maturin build --release --locked --out $(DIST)
+	$(PY) -m maturin sdist --out $(DIST)
+	$(PY) -m maturin build --release --locked --strip -m rust/torchscan-report/Cargo.toml --out $(DIST)
+	$(PY) -m maturin sdist -m rust/torchscan-report/Cargo.toml --out $(DIST)
+	@ls -l $(DIST)
+
+# Installs each artifact into a fresh virtual environment and smoke-tests it (scripts/dist-check.sh).
+dist-check: dist $(TEST_DEPS_STAMP)
+	scripts/dist-check.sh $(PY) $(DIST)
 
 # Regenerates the checked-in JSON Schema after a change to the Rust types.
 schema:
