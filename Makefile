@@ -19,7 +19,7 @@ TEST_DEPS_STAMP := $(VENV)/.torchscan-test-deps
 EXT_STAMP := $(VENV)/.torchscan-extension
 RUST_SOURCES := Cargo.toml Cargo.lock $(shell find rust -type f \( -name '*.rs' -o -name 'Cargo.toml' -o -name '*.j2' \) 2>/dev/null)
 
-.PHONY: demo test lint rust-test python-test browser build bytecode schema clean dist dist-check
+.PHONY: demo test lint rust-test python-test browser build bytecode schema clean dist dist-check docs
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,7 @@ $(DEPS_STAMP): pyproject.toml | $(PY)
 	touch $@
 
 $(TEST_DEPS_STAMP): pyproject.toml $(DEPS_STAMP)
-	$(PY) -m maturin develop --release --extras test,models
+	$(PY) -m maturin develop --release --extras test,models,docs
 	touch $@
 
 $(EXT_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)
@@ -84,7 +84,11 @@ python-test: $(EXT_STAMP) $(TEST_DEPS_STAMP) bytecode browser
 	cargo build --locked --quiet -p torchscan-report
 	TORCHSCAN_REPORT_BINARY=$(CURDIR)/target/debug/torchscan-report $(PY) -m pytest
 
-test: lint rust-test python-test
+test: lint rust-test python-test docs
+
+# The documentation site, from docs/ and the package's docstrings, into site/ (warnings fail it).
+docs: $(TEST_DEPS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
 
 # The four artifacts of a release, in dist/: the torchscan wheel and sdist, and the
 # torchscan-report wheel (the binary alone, no Python dependency) and sdist.
