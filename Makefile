@@ -19,7 +19,7 @@ TEST_DEPS_STAMP := $(VENV)/.torchscan-test-deps
 EXT_STAMP := $(VENV)/.torchscan-extension
 RUST_SOURCES := Cargo.toml Cargo.lock $(shell find rust -type f \( -name '*.rs' -o -name 'Cargo.toml' -o -name '*.j2' \) 2>/dev/null)
 
-.PHONY: demo test lint rust-test python-test browser build bytecode schema clean dist dist-check docs
+.PHONY: demo test lint rust-test python-test browser build bytecode schema clean dist dist-check docs test-floor
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -105,6 +105,13 @@ dist: $(DEPS_STAMP)
 # Installs each artifact into a fresh virtual environment and smoke-tests it (scripts/dist-check.sh).
 dist-check: dist $(TEST_DEPS_STAMP)
 	scripts/dist-check.sh $(PY) $(DIST)
+
+# The lowest torch the package supports (the floor of `torch>=` in pyproject.toml): the Python
+# tests run against it in an environment of its own, .venv-floor (scripts/test-floor.sh).
+TORCH_FLOOR := 2.14.0
+
+test-floor: $(DEPS_STAMP)
+	scripts/test-floor.sh $(PY) $(TORCH_FLOOR) -q
 
 # Regenerates the checked-in JSON Schema after a change to the Rust types.
 schema:
