@@ -537,15 +537,19 @@ class OperatorFlopCounter:
     def _attach(self, dispatch: _core.DispatchRecorder) -> None:
         self._dispatch = dispatch
 
-    def _detach(self, dispatch: _core.DispatchRecorder) -> None:
-        """Take what the compiled dispatch counted: calls, formulas, modules, dtypes, threads."""
-        self._dispatch = None
+    def _take_tallies(self, dispatch: _core.DispatchRecorder) -> None:
+        """Add the calls the compiled dispatch tallied (its lean path) to this counter's stats."""
         for tally in dispatch.tallies():
             stats = self._stats_for(tally.entry.name)
             stats.calls += tally.calls
             stats.uncounted_calls += tally.uncounted
             if stats.exclusion is None:
                 stats.exclusion = tally.entry.exclusion
+
+    def _detach(self, dispatch: _core.DispatchRecorder) -> None:
+        """Take what the compiled dispatch counted: calls, formulas, modules, dtypes, threads."""
+        self._dispatch = None
+        self._take_tallies(dispatch)
         ledger = dispatch.ledger()
         self._apply_formulas(ledger.formulas)
         for found in ledger.modules:

@@ -110,12 +110,7 @@ def _crawl_counter_class() -> type:
 
         def _detach(self, dispatch: _core.DispatchRecorder) -> None:
             # The lean calls' tallies; their formulas are applied by the assembly (``apply``).
-            for tally in dispatch.tallies():
-                stats = self._stats_for(tally.entry.name)
-                stats.calls += tally.calls
-                stats.uncounted_calls += tally.uncounted
-                if stats.exclusion is None:
-                    stats.exclusion = tally.entry.exclusion
+            self._take_tallies(dispatch)
 
         def _after(
             self,
