@@ -79,10 +79,8 @@ browser:
 		fi; \
 	}
 
-# tests/test_report_binary.py compares the standalone binary with the console script.
 python-test: $(EXT_STAMP) $(TEST_DEPS_STAMP) bytecode browser
-	cargo build --locked --quiet -p torchscan-report
-	TORCHSCAN_REPORT_BINARY=$(CURDIR)/target/debug/torchscan-report $(PY) -m pytest
+	$(PY) -m pytest
 
 test: lint rust-test python-test docs
 

@@ -3,9 +3,9 @@
 Both run the same Rust code (`torchscan_report::main_with_args`): one as a binary of its own
 (`cargo install`, or the `torchscan-report` wheel), the other through the extension module. Every
 command on every fixture must give the same standard output, standard error and exit code, byte
-for byte. The binary is the one named by ``TORCHSCAN_REPORT_BINARY`` (``make python-test`` builds
-it with cargo and sets it; ``make dist-check`` points it at the one the wheel installed), else the
-one cargo last built in ``target/``.
+for byte. The binary is the one named by ``TORCHSCAN_REPORT_BINARY`` (``make dist-check`` points
+it at the one the wheel installed), else the one cargo builds from this tree (a Rust toolchain
+builds the package anyway).
 """
 
 from __future__ import annotations
@@ -30,28 +30,20 @@ BENCHMARKS = [
 ]
 
 
-def _binary() -> str | None:
+@pytest.fixture(scope="module")
+def binary() -> str:
+    """The binary named by ``TORCHSCAN_REPORT_BINARY``, else the one cargo builds from this tree."""
     named = os.environ.get("TORCHSCAN_REPORT_BINARY")
     if named:
         return named
-    built = [
-        ROOT / "target" / profile / "torchscan-report"
-        for profile in ("release", "debug")
-        if (ROOT / "target" / profile / "torchscan-report").exists()
-    ]
-    if not built:
-        return None
-    return str(max(built, key=lambda path: path.stat().st_mtime))
-
-
-@pytest.fixture(scope="module")
-def binary() -> str:
-    found = _binary()
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no torchscan-report binary: set TORCHSCAN_REPORT_BINARY or cargo build it")
-        pytest.skip("no torchscan-report binary built (cargo build -p torchscan-report)")
-    return found
+    # Never a stale one: cargo rebuilds it when the sources changed (a no-op otherwise).
+    subprocess.run(
+        ["cargo", "build", "--locked", "--quiet", "-p", "torchscan-report"],
+        cwd=ROOT,
+        check=True,
+        timeout=1200,
+    )
+    return str(ROOT / "target" / "debug" / "torchscan-report")
 
 
 def _commands() -> Iterator[tuple[str, list[str]]]:
