@@ -34,6 +34,7 @@ from typing import Any
 import pytest
 import torch
 from torch import nn
+from torch.utils import flop_counter
 from torch.utils.flop_counter import FlopCounterMode, conv_flop_count
 
 from tests.models import ResNet18, TinyCNN
@@ -368,9 +369,42 @@ def conv_backward_by_groups(
     return flops
 
 
+def _cpu_flash_attention(query: Any, key: Any, value: Any, *args: Any, **kwargs: Any) -> int:
+    return int(flop_counter.sdpa_flop_count(query, key, value))
+
+
+def _cpu_flash_attention_backward(
+    grad_out: Any, query: Any, key: Any, value: Any, *args: Any, **kwargs: Any
+) -> int:
+    return int(flop_counter.sdpa_backward_flop_count(grad_out, query, key, value))
+
+
+def formulas_since_torch_2_15() -> dict[Any, Any]:
+    """FlopCounterMode's formulas for the CPU flash-attention kernel, where torch lacks them.
+
+    Before torch 2.15 FlopCounterMode has no formula for
+    ``aten::_scaled_dot_product_flash_attention_for_cpu`` (nor its backward), which every
+    ``scaled_dot_product_attention`` on CPU runs, and counts it as zero. torch 2.15 registers
+    the same ``sdpa_flop_count`` / ``sdpa_backward_flop_count`` as for the CUDA kernels; on an
+    older torch the oracle gets exactly that registration, so it stays torch's own count.
+    """
+    aten = torch.ops.aten
+    if aten._scaled_dot_product_flash_attention_for_cpu in flop_counter.flop_registry:
+        return {}
+    return {
+        aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash_attention,
+        aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_flash_attention_backward,
+    }
+
+
 def flop_counter_mode_total(fn: Callable[[], Any], *, groups_fixed: bool = True) -> int:
-    """FlopCounterMode's total; by default with grouped convolutions' weight gradients fixed."""
-    mapping = {torch.ops.aten.convolution_backward: conv_backward_by_groups} if groups_fixed else {}
+    """FlopCounterMode's total; by default with grouped convolutions' weight gradients fixed.
+
+    On a torch before 2.15 the CPU flash-attention formulas are added as torch 2.15 has them.
+    """
+    mapping = formulas_since_torch_2_15()
+    if groups_fixed:
+        mapping[torch.ops.aten.convolution_backward] = conv_backward_by_groups
     with FlopCounterMode(display=False, custom_mapping=mapping) as mode:
         fn()
     return int(mode.get_total_flops())
