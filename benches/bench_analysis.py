@@ -15,7 +15,8 @@ Targets
   (d) information only: which peer tools are importable here (nothing is installed or run).
   (e) ``crawl_module`` on a 10,000-module ``nn.Sequential`` (the stack of (b)) costs at most
       10 microseconds per module over a plain ``torch.no_grad()`` forward of it (medians of
-      interleaved runs after warm-up; full mode).
+      interleaved runs after warm-up; full mode). Two floors are timed beside it: a dispatch
+      mode that only calls each operator, and creating the report's layers with nothing computed.
 
 Usage
   python benches/bench_analysis.py            # full run (~1 minute on a 2-core VM)
@@ -48,6 +49,7 @@ if str(REPO) not in sys.path:
 # fresh subprocesses, so this in-process import does not affect it.
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import torchscan  # noqa: E402
 
@@ -181,8 +183,25 @@ def bench_deep(repeats: int, warmup: int, sizes: tuple[int, int] = (200, 2000)) 
 # --------------------------------------------------------------------------- (e) per module
 
 
+class _BareDispatch(TorchDispatchMode):
+    """A dispatch mode that only calls each operator: what any dispatch-based count pays."""
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        return func(*args, **(kwargs or {}))
+
+
 def bench_per_module(repeats: int, warmup: int, size: int = 10_000) -> dict[str, Any]:
-    """What the analysis adds per module of a very deep model: (crawl - forward) / modules."""
+    """What the analysis adds per module of a very deep model: (crawl - forward) / modules.
+
+    Two floors are timed in the same rounds, for information: the forward under a dispatch mode
+    that only calls each operator (what counting operators by dispatch costs before any
+    counting), and ``marshal.loads`` of the finished report's layers (the fastest way CPython
+    has to create those dictionaries, with nothing computed), with the garbage collector paused
+    as the crawl pauses it.
+    """
+    import gc
+    import marshal
+
     torch.manual_seed(0)
     model = _deep_stack(size).eval()
     x = torch.randn(1, 16)
@@ -191,13 +210,30 @@ def bench_per_module(repeats: int, warmup: int, size: int = 10_000) -> dict[str,
         with torch.no_grad():
             model(x)
 
+    def bare_dispatch() -> None:
+        with torch.no_grad(), _BareDispatch():
+            model(x)
+
+    layers = marshal.dumps(torchscan.crawl_module(model, args=(x,))["layers"])
+
+    def layers_rebuilt() -> None:
+        gc.disable()
+        try:
+            marshal.loads(layers)
+        finally:
+            gc.enable()
+
     fns = {
         "forward": forward,
         "crawl_full": lambda: torchscan.crawl_module(model, args=(x,)),
+        "bare_dispatch": bare_dispatch,
+        "layers_rebuilt": layers_rebuilt,
     }
     times = interleaved(fns, repeats=repeats, warmup=warmup, collect=True)
     med = {k: statistics.median(v) for k, v in times.items()}
     rounds = [c - f for c, f in zip(times["crawl_full"], times["forward"], strict=True)]
+    dispatch_floor = (med["bare_dispatch"] - med["forward"]) / size * 1e6
+    layers_floor = med["layers_rebuilt"] / size * 1e6
     return {
         "repeats": repeats,
         "warmup": warmup,
@@ -205,6 +241,9 @@ def bench_per_module(repeats: int, warmup: int, size: int = 10_000) -> dict[str,
         "median_ms": {k: _ms(v) for k, v in med.items()},
         "over_forward_us_per_module": (med["crawl_full"] - med["forward"]) / size * 1e6,
         "median_round_over_forward_us_per_module": statistics.median(rounds) / size * 1e6,
+        "floor_dispatch_us_per_module": dispatch_floor,
+        "floor_layers_us_per_module": layers_floor,
+        "floor_us_per_module": dispatch_floor + layers_floor,
         "limit_us": LIMIT_PER_MODULE_US,
     }
 
@@ -405,6 +444,13 @@ def render(results: dict[str, Any]) -> str:
             f"| | **(crawl - forward) / modules** | **{over:.2f} µs** "
             f"(rounds' own: {e['median_round_over_forward_us_per_module']:.2f} µs) "
             f"| ≤ {e['limit_us']:.0f} µs | **{_verdict(over, e['limit_us'])}** |",
+            f"| | floor: a dispatch mode that only calls each operator, over the forward "
+            f"| {e['floor_dispatch_us_per_module']:.2f} µs | | info |",
+            f"| | floor: `marshal.loads` of the report's layers (creating them, nothing computed) "
+            f"| {e['floor_layers_us_per_module']:.2f} µs | | info |",
+            f"| | floor: the two together | {e['floor_us_per_module']:.2f} µs "
+            f"| ≤ {e['limit_us']:.0f} µs | {_verdict(e['floor_us_per_module'], e['limit_us'])} "
+            "(info) |",
         ]
     lines.append("")
     lines.append(f"Total benchmark wall time: {results['wall_s']:.0f} s")
