@@ -18,9 +18,10 @@ FPY="$ENV/bin/python"
 
 REQUIREMENTS=("torch==$TORCH_VERSION" "pytest>=8" "hypothesis>=6.100" "jsonschema>=4.20" numpy
     "pyyaml>=6" "psutil>=5.9")
-# The `models` extra, read from pyproject.toml so that the floor tests what users install.
-mapfile -t MODELS < <("$PY" -c 'import sys, tomllib; [print(r) for r in tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]["models"]]' "$ROOT/pyproject.toml")
-REQUIREMENTS+=("${MODELS[@]}")
+# The `test`, `pandas` and `models` extras, read from pyproject.toml so that the floor tests what
+# users install and what the tests need.
+mapfile -t EXTRAS < <("$PY" -c 'import sys, tomllib; extras = tomllib.load(open(sys.argv[1], "rb"))["project"]["optional-dependencies"]; [print(r) for name in ("test", "pandas", "models") for r in extras[name]]' "$ROOT/pyproject.toml")
+REQUIREMENTS+=("${EXTRAS[@]}")
 # Reused only when it was made from exactly these requirements (and nothing was added to it).
 if [ "$(cat "$ENV/.torchscan-floor" 2>/dev/null)" != "${REQUIREMENTS[*]}" ]; then
     rm -rf "$ENV"

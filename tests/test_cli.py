@@ -99,7 +99,10 @@ def test_console_script_exit_codes(cli: str) -> None:
 def test_module_usage_error() -> None:
     result = run(sys.executable, "-m", "torchscan", "frobnicate")
     assert result.returncode == 2
-    assert "invalid choice" in result.stderr
+    assert result.stderr == (
+        "python -m torchscan: error: argument COMMAND: invalid choice: 'frobnicate' (choose from "
+        "'demo', 'measure', 'compare', 'summary') (see --help)\n"
+    )
 
 
 def test_readme_quotes_the_summary() -> None:

@@ -63,7 +63,18 @@ def test_module_called_twice_gives_two_records_and_counts_parameters_once() -> N
         (layer["path"], layer["call_index"], layer["parameters"]) for layer in report["layers"]
     ]
     assert records == [
-        ("", 0, {"trainable": 0, "frozen": 0, "bytes": 0, "shared": False}),
+        # The root holds nothing itself; everything under it is its total.
+        (
+            "",
+            0,
+            {
+                "trainable": 0,
+                "frozen": 0,
+                "bytes": 0,
+                "shared": False,
+                "total": {"trainable": 20, "frozen": 0, "bytes": 80},
+            },
+        ),
         ("linear", 0, {"trainable": 20, "frozen": 0, "bytes": 80, "shared": False}),
         # Its second call holds the same tensors, already counted: torchscan 0.2's `shared`.
         ("linear", 1, {"trainable": 0, "frozen": 0, "bytes": 0, "shared": True}),

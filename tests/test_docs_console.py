@@ -7,7 +7,8 @@ such a block says how:
 
 - ``<!-- console-check: NAME=SOURCE ... -->`` runs it, after putting each ``NAME`` in the folder:
   ``SOURCE`` is a path under ``tests/fixtures``, or one of the generated inputs of
-  :data:`GENERATED` (``@latin1``, ``@directory``, ``@mode-shapes``, ``@memory-broken``, ``@bench``);
+  :data:`GENERATED` (``@latin1``, ``@directory``, ``@mode-shapes``, ``@memory-broken``, ``@bench``,
+  ``@model``);
 - ``<!-- console-not-checked: REASON -->`` leaves it, with the reason (a device or disk this
   machine cannot offer, a synopsis with placeholders).
 
@@ -65,12 +66,38 @@ def _bench(path: Path) -> None:
     )
 
 
+#: The model file of the ``python -m torchscan summary`` examples, shown as it is in docs/cli.md.
+MODEL = """\
+import torch
+from torch import nn
+
+
+class SmallCNN(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2))
+        self.head = nn.Linear(16 * 16 * 16, 10)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1))
+
+
+def make_model() -> nn.Module:
+    return SmallCNN()
+"""
+
+
+def _model(path: Path) -> None:
+    path.write_text(MODEL, encoding="utf-8")
+
+
 GENERATED: dict[str, Callable[[Path], None]] = {
     "@latin1": _latin1,
     "@directory": _directory,
     "@mode-shapes": _mode_shapes,
     "@memory-broken": _memory_broken,
     "@bench": _bench,
+    "@model": _model,
 }
 
 

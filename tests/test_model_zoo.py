@@ -514,6 +514,12 @@ def test_analysis_report(entry: ZooModel) -> None:
     report = crawl_module(model, args=built.args, kwargs=built.kwargs)
     assert validate_report(report) == "analysis"
     assert report["totals"]["parameters"]["value"] == storage_parameter_count(model)
+    # A model with children gives the parameters under it at its root: the model's, ties once.
+    root = report["layers"][0]
+    assert root["path"] == ""
+    if next(model.children(), None) is not None:
+        total = root["parameters"]["total"]
+        assert total["trainable"] + total["frozen"] == storage_parameter_count(model)
     # The analysis runs without gradients (ViT's fused attention, for one): the same total.
     analysed = assert_complete_and_named(report)
     with torch.enable_grad():

@@ -24,7 +24,9 @@ from .errors import (
 )
 from .experiment import Experiment, compare_workloads
 from .flops import OperatorFlopCounter, measure_flops
+from .frames import to_frame
 from .memory import TensorMemoryTracker, measure_peak_memory
+from .notebook import ReportView, show
 from .render import render_report
 from .reports import (
     AnalysisReport,
@@ -75,6 +77,7 @@ __all__ = [
     "ReportComparisonError",
     "ReportDiff",
     "ReportValidationError",
+    "ReportView",
     "TensorMemoryTracker",
     "TorchscanError",
     "__version__",
@@ -89,6 +92,8 @@ __all__ = [
     "measure_workload",
     "metric_result",
     "render_report",
+    "show",
     "summary",
+    "to_frame",
     "validate_report",
 ]

@@ -7,6 +7,7 @@ from typing import Any, final
 __all__ = [
     "READABLE_SCHEMA_VERSIONS",
     "SCHEMA_VERSION",
+    "SUMMARY_COLUMNS",
     "Assembler",
     "Assembly",
     "BlockTiming",
@@ -44,6 +45,7 @@ __all__ = [
 __version__: str
 SCHEMA_VERSION: int
 READABLE_SCHEMA_VERSIONS: list[int]
+SUMMARY_COLUMNS: list[str]
 
 def validate_report_json(text: str) -> str: ...
 def format_summary_json(
@@ -51,6 +53,7 @@ def format_summary_json(
     max_depth: int | None = None,
     receptive_field: bool = False,
     effective_rf_stats: bool = False,
+    columns: list[str] | None = None,
 ) -> str: ...
 def compare_reports_json(before: str, after: str) -> str: ...
 def render_report_json(text: str) -> str: ...

@@ -14,9 +14,16 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from .errors import ModelInputError, TorchscanError
+from .errors import InvalidArgumentError, ModelInputError, TorchscanError
 
-__all__ = ["explain_forward_error", "index_operation", "missing_arguments", "unfilled_arguments"]
+__all__ = [
+    "explain_forward_error",
+    "explain_shape_error",
+    "failing_module",
+    "index_operation",
+    "missing_arguments",
+    "unfilled_arguments",
+]
 
 # torch's errors for an index tensor of the wrong dtype, for example "Expected tensor for
 # argument #1 'indices' to have one of the following scalar types: Long, Int; but got
@@ -38,6 +45,12 @@ _ABSENCE_WORDS = re.compile(
     re.IGNORECASE,
 )
 _IDENTIFIERS = re.compile(r"[A-Za-z_]\w*")
+# Words with which torch says that a tensor's shape does not fit: "Given groups=1, weight of size
+# [16, 3, 3, 3], expected input[1, 1, 3, 224, 224] to have 3 channels", "mat1 and mat2 shapes
+# cannot be multiplied (1x12 and 16x10)", "Expected 3D (unbatched) or 4D (batched) input to
+# conv2d, but got input of size: [...]", "The size of tensor a (5) must match the size of tensor
+# b (4) at non-singleton dimension 1", "shape '[1, -1]' is invalid for input of size 12".
+_SHAPE_WORDS = re.compile(r"\b(?:sizes?|shapes?|dimensions?|dim|channels|[0-9]+D)\b", re.IGNORECASE)
 
 
 def index_operation(error: BaseException) -> str | None:
@@ -142,12 +155,15 @@ def explain_forward_error(
     kwargs: dict[str, Any],
     input_shape: Any,
     caller: str,
+    shape_name: str = "input_shape",
 ) -> ModelInputError | None:
     """The error to raise instead of ``error``, or ``None`` to let ``error`` propagate.
 
     ``args`` and ``kwargs`` are what the forward was given; ``input_shape`` is not ``None``
-    when ``args`` were generated from it (``caller`` is the public function).
+    when ``args`` were generated from it (``caller`` is the public function), under the
+    argument ``shape_name`` (``input_shape``, or torchinfo's ``input_size``).
     """
+    given = f"{input_shape!r}" if shape_name == "input_shape" else f"{shape_name}={input_shape!r}"
     model_name = type(model).__name__
     generated = input_shape is not None
     if generated:
@@ -157,12 +173,12 @@ def explain_forward_error(
             what = operation if operation == "an index operation" else f"`{operation}`"
             message = (
                 f"{caller}: {model_name} received the input generated from "
-                f"input_shape={input_shape!r}, a {floating[0].dtype} tensor (generated inputs "
+                f"{shape_name}={input_shape!r}, a {floating[0].dtype} tensor (generated inputs "
                 "are floating-point, in the model's parameter dtype, unless dtype says "
                 f"otherwise), and passed it to {what}, which takes integer indices. For token "
-                f"ids, pass dtype=torch.long: {caller}(model, {input_shape!r}, "
+                f"ids, pass dtype=torch.long: {caller}(model, {given}, "
                 "dtype=torch.long) generates zeros, a valid index for any vocabulary. Or pass "
-                "the real inputs instead of input_shape: args=(input_ids,) or "
+                f"the real inputs instead of {shape_name}: args=(input_ids,) or "
                 "kwargs={'input_ids': input_ids, ...}, forwarded unchanged. "
                 f"(torch: {error})"
             )
@@ -170,7 +186,7 @@ def explain_forward_error(
     missing = missing_arguments(model, args, kwargs) if isinstance(error, TypeError) else []
     if missing:
         example = ", ".join(f"{name!r}: ..." for name in missing)
-        with_shape = " (together with input_shape, which gives the positional inputs)"
+        with_shape = f" (together with {shape_name}, which gives the positional inputs)"
         message = (
             f"{caller}: {model_name}.forward needs {_alternatives(missing)}, which "
             f"{'was' if len(missing) == 1 else 'were'} not given. Pass "
@@ -181,7 +197,7 @@ def explain_forward_error(
     unfilled = unfilled_arguments(model, args, kwargs, error)
     if unfilled:
         first = unfilled[0]
-        with_shape = " kwargs can be given together with input_shape." if generated else ""
+        with_shape = f" kwargs can be given together with {shape_name}." if generated else ""
         message = (
             f"{caller}: {model_name}.forward was not given {_alternatives(unfilled)}, and the "
             f"model asked for {'it' if len(unfilled) == 1 else 'one of them'}: pass "
@@ -191,3 +207,110 @@ def explain_forward_error(
         )
         return ModelInputError.like(error, message, tuple(unfilled))
     return None
+
+
+def failing_module(error: BaseException, named_modules: Sequence[tuple[str, Any]]) -> str | None:
+    """The path of the innermost module of the model running when ``error`` was raised.
+
+    Read from the traceback: the innermost frame whose ``self`` is one of ``named_modules``;
+    ``None`` when none of the model's modules was running.
+    """
+    paths = {id(module): path for path, module in reversed(named_modules)}
+    found = None
+    trace = error.__traceback__
+    while trace is not None:
+        owner = trace.tb_frame.f_locals.get("self")
+        if owner is not None and id(owner) in paths:
+            found = paths[id(owner)]
+        trace = trace.tb_next
+    return found
+
+
+def explain_shape_error(
+    error: BaseException,
+    model: Any,
+    named_modules: Sequence[tuple[str, Any]],
+    generated: Sequence[Any],
+    input_shape: Any,
+    input_size: Any,
+    caller: str,
+) -> InvalidArgumentError | None:
+    """An ``InvalidArgumentError`` when the model refused the shape of generated inputs.
+
+    ``generated`` are the inputs made from ``input_shape`` (a batch of one added) or
+    ``input_size`` (batch included). The error says where the model refused them, what was
+    generated from what, and which argument to use; ``None`` when ``error`` does not read as a
+    shape that does not fit (the model's exception then propagates).
+    """
+    if not isinstance(error, (RuntimeError, ValueError)) or isinstance(error, TorchscanError):
+        return None
+    if not generated or not _SHAPE_WORDS.search(str(error)) or _raised_by_the_model(error):
+        return None
+    path = failing_module(error, named_modules)
+    if path is None:
+        where = f"{type(model).__name__}'s forward"
+    else:
+        module = model.get_submodule(path) if path else model
+        shown = repr(module) if not module._modules else type(module).__name__
+        where = f"layer {path or '(root)'} ({shown})"
+    shapes = ", ".join(str(list(value.shape)) for value in generated)
+    if input_shape is not None:
+        given = input_shape
+        sizes = [list(input_shape)] if _is_shape(input_shape) else [list(s) for s in input_shape]
+        batched = [size[1:] for size in sizes if len(size) > 1]
+        hint = (
+            f"input_shape excludes the batch dimension (a batch of one is added). If "
+            f"{given!r} already includes it, pass input_size={given!r} (torchinfo's "
+            "convention, batch included)"
+        )
+        if len(batched) == len(sizes):
+            example = batched[0] if len(batched) == 1 else batched
+            hint += f" or input_shape={_as_tuples(example)!r}"
+        hint += "; otherwise give the shape the model takes, or the real inputs with args=(...)"
+        origin = f"input_shape={given!r}"
+    else:
+        origin = f"input_size={input_size!r}"
+        hint = (
+            "input_size includes the batch dimension (torchinfo's convention); input_shape "
+            "excludes it. Give the shape the model takes, or the real inputs with args=(...) "
+            "or input_data=(...)"
+        )
+    message = (
+        f"{caller}: the input generated from {origin} has shape {shapes}, and {where} refused "
+        f"it: {type(error).__name__}: {error}. {hint}."
+    )
+    return InvalidArgumentError.like(error, message)
+
+
+def _raised_by_the_model(error: BaseException) -> bool:
+    """Whether the model's own code raised ``error`` with a ``raise`` statement.
+
+    Such an error speaks of the model's own checks (``mask has the wrong shape``), not of the
+    generated input's shape, and propagates unchanged; an error raised by torch (its Python code
+    or an operator) does not.
+    """
+    import linecache
+    import os
+
+    import torch
+
+    trace = error.__traceback__
+    if trace is None:
+        return False
+    while trace.tb_next is not None:
+        trace = trace.tb_next
+    filename = trace.tb_frame.f_code.co_filename
+    torch_dir = os.path.dirname(torch.__file__) + os.sep
+    if os.path.abspath(filename).startswith(torch_dir):
+        return False
+    return linecache.getline(filename, trace.tb_lineno).strip().startswith("raise")
+
+
+def _is_shape(value: Any) -> bool:
+    return isinstance(value, Sequence) and all(isinstance(size, int) for size in value)
+
+
+def _as_tuples(value: Any) -> Any:
+    if _is_shape(value):
+        return tuple(value)
+    return [tuple(shape) for shape in value]

@@ -9,6 +9,7 @@ dispatch-mode passes (operator FLOPs, tensor memory): while a dispatch mode is a
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -41,6 +42,7 @@ __all__ = [
     "check_budget",
     "check_metrics",
     "check_profiler_calls",
+    "check_profiler_trace",
     "check_rss_timeout",
     "check_work",
     "raise_if_incomplete",
@@ -307,6 +309,52 @@ def check_profiler_calls(profiler_calls: Any) -> None:
     )
 
 
+def check_profiler_trace(profiler_trace: Any, selected: tuple[str, ...]) -> str | None:
+    """The path to keep the profiler pass's trace at, checked as an output: ``None`` for none.
+
+    A ``str`` or ``os.PathLike`` naming a file (not a directory) in a directory that exists,
+    and only with the ``profiler`` pass selected; the path is recorded in the report as given,
+    so it must be text (UTF-8, no NUL).
+    """
+    if profiler_trace is None:
+        return None
+    path: Any = None
+    if isinstance(profiler_trace, (str, os.PathLike)):
+        try:
+            path = os.fspath(profiler_trace)
+        except TypeError:  # an __fspath__ that returns neither str nor bytes
+            path = None
+    if not isinstance(path, str):
+        what = "a bytes path" if isinstance(path, bytes) else type(profiler_trace).__name__
+        raise InvalidArgumentError(
+            "profiler_trace must be a file path (str or os.PathLike) to write the profiler "
+            f"pass's Chrome trace to, or None; got {what}"
+        )
+    given = repr(path)
+    if "profiler" not in selected:
+        raise InvalidArgumentError(
+            f"profiler_trace={given} keeps the trace of the profiler pass, which metrics does "
+            f"not select (got {', '.join(selected)}); add 'profiler' to metrics"
+        )
+    if not path or "\0" in path:
+        raise InvalidArgumentError(f"profiler_trace must name a file; got {given}")
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidArgumentError(
+            f"profiler_trace must be text (it is recorded in the report); got {given}, which "
+            "holds bytes that are not UTF-8"
+        ) from None
+    if os.path.isdir(path):
+        raise InvalidArgumentError(f"profiler_trace must name a file; {given} is a directory")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise InvalidArgumentError(
+            f"profiler_trace={given} cannot be written: no such directory: {folder}"
+        )
+    return path
+
+
 def check_rss_timeout(rss_timeout_s: Any) -> float:
     return _check_seconds("rss_timeout_s", rss_timeout_s)
 
@@ -360,11 +408,13 @@ def run_later_passes(
     *,
     profiler_time_s: float | None = None,
     profiler_budget: str | None = None,
+    profiler_trace: str | None = None,
 ) -> None:
     """The passes after timing, in order: process RSS, profiler, operator FLOPs, tensor memory.
 
     The profiler pass runs at most ``profiler_calls`` calls within ``profiler_time_s`` seconds,
-    named ``profiler_budget`` in its diagnostic (see :func:`~torchscan.profiling.run_profiler`).
+    named ``profiler_budget`` in its diagnostic, and keeps its trace at ``profiler_trace`` (a
+    path checked by :func:`check_profiler_trace`; see :func:`~torchscan.profiling.run_profiler`).
     """
     values = passes.values
     if "process_rss" in selected:
@@ -377,7 +427,7 @@ def run_later_passes(
 
     if "profiler" in selected:
         passes.profiler, found = run_profiler(
-            workload, device, profiler_calls, profiler_time_s, profiler_budget
+            workload, device, profiler_calls, profiler_time_s, profiler_budget, profiler_trace
         )
         passes.diagnostics.extend(found)
 
@@ -481,7 +531,14 @@ def ranked_dtypes(passes: Passes, inputs: Any) -> list[str]:
     return first + sorted(others - set(first))
 
 
-def raise_if_incomplete(report: BenchmarkReport, selected: tuple[str, ...]) -> None:
+def raise_if_incomplete(
+    report: BenchmarkReport, selected: tuple[str, ...], *, trace_requested: bool = False
+) -> None:
+    """Raise ``IncompleteMeasurementError`` when a requested metric is not complete.
+
+    With ``trace_requested``, a profiler trace that was not written, or that covers fewer calls
+    than were profiled, counts as incomplete too (``profiler_trace``).
+    """
     metrics_section = report["metrics"]
     profiler = report["profiler"]
     requested = {
@@ -502,5 +559,11 @@ def raise_if_incomplete(report: BenchmarkReport, selected: tuple[str, ...]) -> N
     ]
     if "profiler" in selected and profiler["status"] != "complete":
         incomplete.append(("profiler", str(profiler["status"])))
+    if trace_requested:
+        trace = profiler.get("trace")
+        if trace is None:
+            incomplete.append(("profiler_trace", "unavailable"))
+        elif trace["calls"] != profiler["calls"]:
+            incomplete.append(("profiler_trace", "partial"))
     if incomplete:
         raise IncompleteMeasurementError(report, incomplete)

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import errno
+import io
 import json
 import os
+import re
 import sys
+import textwrap
 import traceback
 from collections.abc import Callable, Sequence
 from importlib import resources
@@ -141,10 +144,22 @@ def _raised_by_torchscan(error: BaseException) -> bool:
 
 
 def _print_user_traceback(error: BaseException) -> None:
-    """The traceback of ``error`` from the first frame of the user's code (torchscan's left out)."""
+    """The traceback of ``error`` from the first frame of the user's code (torchscan's left out).
+
+    The frames of torch that call the user's code first (``Module.__call__`` calling a forward
+    for ``summary``) are left out too, unless nothing but torch's frames would remain.
+    """
     trace = error.__traceback__
     while trace is not None and _internal(trace.tb_frame.f_code.co_filename):
         trace = trace.tb_next
+    torch_file = getattr(sys.modules.get("torch"), "__file__", None)
+    if torch_file:
+        torch_dir = os.path.dirname(torch_file) + os.sep
+        user = trace
+        while user is not None and user.tb_frame.f_code.co_filename.startswith(torch_dir):
+            user = user.tb_next
+        if user is not None:
+            trace = user
     sys.stderr.flush()
     traceback.print_exception(type(error), error, trace, file=sys.stderr)
 
@@ -263,12 +278,23 @@ def _module_by_name(location: str) -> Any:
 
 def _load_reference(reference: str) -> Any:
     """Import ``module:attr`` or ``path/to/file.py:attr`` (a dotted attribute path is allowed)."""
+    target = _load_attribute(
+        reference, "a workload is 'module:function' or 'path/to/file.py:function'"
+    )
+    if not callable(target):
+        raise UsageError(
+            f"{reference} is a {type(target).__name__}, not a callable; name a function that "
+            "takes no arguments"
+        )
+    return target
+
+
+def _load_attribute(reference: str, form: str) -> Any:
+    """The object ``module:attr`` or ``path/to/file.py:attr`` names; ``form`` says what it is."""
     location, separator, attribute = reference.rpartition(":")
     parts = attribute.split(".")
     if not separator or not location or not all(part.isidentifier() for part in parts):
-        raise UsageError(
-            f"a workload is 'module:function' or 'path/to/file.py:function', got {reference!r}"
-        )
+        raise UsageError(f"{form}, got {reference!r}")
     if location.endswith(".py") or os.sep in location:
         module = _module_from_file(location)
     else:
@@ -281,11 +307,6 @@ def _load_reference(reference: str) -> Any:
             raise UsageError(f"{location} has no attribute {attribute!r}") from None
         except Exception as error:  # a module-level __getattr__ or property of the user's
             raise _UserCodeError(error) from None
-    if not callable(target):
-        raise UsageError(
-            f"{reference} is a {type(target).__name__}, not a callable; name a function that "
-            "takes no arguments"
-        )
     return target
 
 
@@ -314,6 +335,19 @@ def _check_workload_options(arguments: argparse.Namespace) -> None:
         raise UsageError(_one_line(str(error))) from None
 
 
+def _check_profiler_trace(arguments: argparse.Namespace) -> None:
+    """``--profiler-trace``, checked as ``measure_workload`` checks ``profiler_trace``."""
+    from ._pipeline import check_metrics, check_profiler_trace
+    from .errors import InvalidArgumentError
+
+    if arguments.profiler_trace == "-":
+        raise UsageError("--profiler-trace needs a file name; '-' (standard output) is refused")
+    try:
+        check_profiler_trace(arguments.profiler_trace, check_metrics(_metrics_of(arguments)))
+    except InvalidArgumentError as error:
+        raise UsageError(_one_line(str(error))) from None
+
+
 def _max_time(arguments: argparse.Namespace) -> float:
     """``--max-time``, raised to ``--min-time`` when it is below it (a NaN stays a NaN)."""
     maximum: float = arguments.max_time
@@ -323,19 +357,25 @@ def _max_time(arguments: argparse.Namespace) -> float:
 def _measure(arguments: argparse.Namespace) -> int:
     from .workload import measure_workload
 
-    _check_outputs(arguments.json)
+    _check_outputs(arguments.json, arguments.html)
     _check_workload_options(arguments)
+    _check_profiler_trace(arguments)
     workload = _load_reference(arguments.workload)
     report = _run_user_code(
         lambda: measure_workload(
             workload,
             **_timing_options(arguments),
+            profiler_trace=arguments.profiler_trace,
         )
     )
     if arguments.json != "-":
         _print_summary(report)
     if arguments.json is not None:
         _write_json(arguments.json, report)
+    if arguments.html:
+        from .render import render_report
+
+        _write_output(arguments.html, render_report(report).encode("utf-8"))
     return 0
 
 
@@ -408,6 +448,240 @@ def _compare(arguments: argparse.Namespace) -> int:
     return 1 if experiment.comparison["check"]["status"] == "failed" else 0
 
 
+def _shape(text: str) -> tuple[int, ...]:
+    """``--input-shape`` or ``--input-size``: sizes separated by commas, such as ``3,224,224``."""
+    parts = [part.strip() for part in text.split(",")]
+    if not all(part.isascii() and part.isdigit() and len(part) <= 30 for part in parts):
+        raise argparse.ArgumentTypeError(
+            f"a shape is whole numbers separated by commas, such as 3,224,224; got {text!r}"
+        )
+    shape = tuple(int(part) for part in parts)
+    if 0 in shape:
+        raise argparse.ArgumentTypeError(f"sizes must be 1 or more; got {text!r}")
+    return shape
+
+
+def _dtypes(text: str | None, count: int) -> Any:
+    """``--dtype``: ``None``, one ``torch.dtype`` for every input, or a list of one per input."""
+    if text is None:
+        return None
+    import torch
+
+    dtypes = []
+    for name in (part.strip() for part in text.split(",")):
+        dtype = getattr(torch, name.removeprefix("torch."), None) if name else None
+        if not isinstance(dtype, torch.dtype):
+            raise UsageError(
+                f"--dtype takes torch dtype names such as float32, float16, bfloat16 or int64; "
+                f"got {name!r}"
+            )
+        dtypes.append(dtype)
+    if len(dtypes) == 1:
+        return dtypes[0]
+    if len(dtypes) != count:
+        raise UsageError(
+            f"--dtype gives {len(dtypes)} dtypes for {count} input{'s' if count != 1 else ''}; "
+            "give one for all of them or one per input"
+        )
+    return dtypes
+
+
+def _col_names(text: str | None) -> list[str] | None:
+    """``--col-names``: the table's columns, separated by commas, checked as ``summary`` does."""
+    if text is None:
+        return None
+    from .errors import InvalidArgumentError
+    from .validation import check_col_names
+
+    try:
+        return check_col_names([name.strip() for name in text.split(",")])
+    except InvalidArgumentError as error:
+        raise UsageError(_one_line(str(error)).replace("col_names", "--col-names")) from None
+
+
+def _model_of(reference: str) -> Any:
+    """The ``torch.nn.Module`` that ``reference`` names, or the one its factory returns."""
+    import inspect
+
+    import torch
+
+    target = _load_attribute(reference, "a model is 'module:attr' or 'path/to/file.py:attr'")
+    if isinstance(target, torch.nn.Module):
+        return target
+    if not callable(target):
+        raise UsageError(
+            f"{reference} is a {type(target).__name__}, not a torch.nn.Module; name a module, "
+            "or a function or class that returns one"
+        )
+    try:
+        signature: inspect.Signature | None = inspect.signature(target)
+    except (TypeError, ValueError):  # no signature to read (a builtin): calling it tells
+        signature = None
+    if signature is not None:
+        try:
+            signature.bind()
+        except TypeError:
+            raise UsageError(
+                f"{reference} takes arguments {signature}; name a torch.nn.Module, or a "
+                "function or class that returns one when called with no arguments"
+            ) from None
+    model = _run_user_code(target)
+    if not isinstance(model, torch.nn.Module):
+        raise UsageError(f"{reference}() returned a {type(model).__name__}, not a torch.nn.Module")
+    return model
+
+
+# Where a message of ``summary`` shows shapes as Python values: ``input_shape=(3, 224, 224)``,
+# its example call ``summary(model, (5,), dtype=torch.long)`` and ``If (1, 3, 224, 224) already``.
+_SHAPE_VALUE = re.compile(
+    r"\b(?:(?P<keyword>input_shape|input_size)="
+    r"|(?P<call>summary\(model, (?:(?P<call_keyword>input_size)=)?)"
+    r"|(?P<given>If ))(?=[(\[])"
+)
+_CALL_END = ", dtype=torch.long)"
+_FLAG_NAMES = (
+    (re.compile(r"\bdtype=torch\.long\b"), "--dtype int64"),
+    (re.compile(r"\binput_shape\b"), "--input-shape"),
+    (re.compile(r"\binput_size\b"), "--input-size"),
+    (re.compile(r"\bdtype says\b"), "--dtype says"),
+    (re.compile(r"\bdevice='([^'\s]*)'"), r"--device \1"),
+)
+
+
+def _as_flags(message: str) -> str:
+    """A message of ``torchscan.summary`` in the command line's terms.
+
+    ``input_shape=(3, 224, 224)`` becomes ``--input-shape 3,224,224`` (one flag per input),
+    ``input_size`` ``--input-size``, ``dtype=torch.long`` ``--dtype int64`` and
+    ``device='cpu'`` ``--device cpu``; the ``summary:`` that begins it goes, as the error line
+    names the command already.
+    """
+    message = message.removeprefix("summary: ")
+    parts = []
+    position = 0
+    for match in _SHAPE_VALUE.finditer(message):
+        if match.start() < position:
+            continue
+        end = _closing_bracket(message, match.end())
+        shapes = _shapes_shown(message[match.end() : end])
+        if shapes is None:
+            continue
+        if match.group("given"):
+            shown = "If " + " and ".join(",".join(map(str, shape)) for shape in shapes)
+        else:
+            keyword = match.group("keyword") or match.group("call_keyword") or "input_shape"
+            flag = "--" + keyword.replace("_", "-")
+            shown = " ".join(f"{flag} {','.join(map(str, shape))}" for shape in shapes)
+            if match.group("call"):
+                if not message.startswith(_CALL_END, end):
+                    continue
+                shown += " --dtype int64"
+                end += len(_CALL_END)
+        parts.append(message[position : match.start()])
+        parts.append(shown)
+        position = end
+    message = "".join(parts) + message[position:]
+    for pattern, flag in _FLAG_NAMES:
+        message = pattern.sub(flag, message)
+    return message
+
+
+def _shapes_shown(text: str) -> list[tuple[int, ...]] | None:
+    """The shapes of ``(3, 224, 224)`` or ``[(3, 224, 224), (10,)]``, or ``None`` for others."""
+    import ast
+
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, (tuple, list)) or not value:
+        return None
+    shapes = [value] if all(isinstance(size, int) for size in value) else list(value)
+    if not all(
+        isinstance(shape, (tuple, list)) and all(isinstance(size, int) for size in shape)
+        for shape in shapes
+    ):
+        return None
+    return [tuple(shape) for shape in shapes]
+
+
+def _closing_bracket(text: str, start: int) -> int:
+    """The index just past the bracket that closes the one at ``text[start]``."""
+    depth = 0
+    for index in range(start, len(text)):
+        if text[index] in "([":
+            depth += 1
+        elif text[index] in ")]":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return len(text)
+
+
+def _summary(arguments: argparse.Namespace) -> int:
+    from .crawl import summary
+    from .errors import IncompleteAnalysisError, InvalidArgumentError
+
+    _check_outputs(arguments.json, arguments.html)
+    shapes: list[tuple[int, ...]] = arguments.input_shape or arguments.input_size
+    dtype = _dtypes(arguments.dtype, len(shapes))
+    if arguments.depth is not None and arguments.depth < 0:
+        raise UsageError(f"--depth must be 0 or more (0: the totals alone); got {arguments.depth}")
+    if arguments.device is not None:
+        from ._devices import resolve_device
+
+        try:
+            resolve_device(arguments.device, supported=None)
+        except InvalidArgumentError as error:
+            raise UsageError(_as_flags(_one_line(str(error)))) from None
+    columns = _col_names(arguments.col_names)
+    model = _model_of(arguments.model)
+    keyword = "input_shape" if arguments.input_shape else "input_size"
+    inputs: dict[str, Any] = {keyword: shapes[0] if len(shapes) == 1 else shapes}
+    table = io.StringIO()
+
+    def analyse() -> tuple[Any, IncompleteAnalysisError | None]:
+        try:
+            report = summary(
+                model,
+                **inputs,
+                dtype=dtype,
+                device=arguments.device,
+                mode=arguments.mode,
+                depth=arguments.depth,
+                receptive_field=arguments.receptive_field,
+                effective_rf_stats=arguments.effective_rf_stats,
+                col_names=columns,
+                tensor_memory=arguments.tensor_memory,
+                strict=arguments.strict,
+                file=table,
+            )
+        except IncompleteAnalysisError as error:
+            return error.report, error
+        return report, None
+
+    try:
+        report, incomplete = _run_user_code(analyse)
+    except UsageError as error:
+        raise UsageError(_as_flags(str(error))) from None
+    if arguments.json != "-":
+        _emit(table.getvalue())
+    if arguments.json is not None:
+        _write_json(arguments.json, report)
+    if arguments.html:
+        from .render import render_report
+
+        _write_output(arguments.html, render_report(report).encode("utf-8"))
+    if incomplete is not None:
+        listed = ", ".join(f"{name} ({status})" for name, status in incomplete.metrics)
+        _say(
+            f"{PROG} summary: --strict: requested metrics are incomplete: {listed}; the "
+            "report's diagnostics say what is missing"
+        )
+        return 1
+    return 0
+
+
 def _workload_options(parser: argparse.ArgumentParser, metrics_help: str) -> None:
     """The options ``measure`` and ``compare`` share: device, work per call and passes."""
     parser.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps")
@@ -418,13 +692,43 @@ def _workload_options(parser: argparse.ArgumentParser, metrics_help: str) -> Non
         "--profiler-calls",
         type=int,
         default=100,
-        help="calls of the profiler pass, 1 to 1,000,000 (default 100); fewer run when they "
-        "would pass --max-time (for compare, half of it per side)",
+        help="calls of the profiler pass, 1 to 1,000,000; fewer run when they would pass "
+        "--max-time (for compare, half of it per side)",
     )
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that ends each option with its default, as ``(default: 1.0)``.
+
+    A flag (``store_true``, ``store_false``) and an option without a default value (``None``,
+    whose help says what its absence means) show none; no help text states its own default.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or isinstance(action.default, bool):
+            return action.help
+        return super()._get_help_string(action)
+
+    # Lines break at spaces only: an option name such as --work-units stays whole.
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return textwrap.fill(
+            " ".join(text.split()),
+            width,
+            initial_indent=indent,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+        )
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse with its errors on one line (usage stays in ``--help``)."""
+    """argparse with its errors on one line (usage stays in ``--help``) and defaults in help."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {_one_line(message)} (see --help)\n")
@@ -463,6 +767,14 @@ def _parser() -> argparse.ArgumentParser:
     measure.add_argument("--min-time", type=float, default=1.0, help="minimum timing seconds")
     measure.add_argument("--max-time", type=float, default=10.0, help="maximum timing seconds")
     measure.add_argument("--json", default=None, help="write the report here ('-': stdout)")
+    measure.add_argument("--html", default=None, help="write the report's HTML page here")
+    measure.add_argument(
+        "--profiler-trace",
+        default=None,
+        metavar="PATH",
+        help="keep the profiler pass's Chrome trace in this file (needs profiler in --metrics; "
+        "gzip-compressed when it ends in .gz); open it in Perfetto or chrome://tracing",
+    )
     measure.set_defaults(handler=_measure)
     compare = commands.add_parser(
         "compare",
@@ -507,7 +819,7 @@ def _parser() -> argparse.ArgumentParser:
         "--min-effect",
         type=float,
         default=0.02,
-        help="smallest relative change that counts (default 0.02)",
+        help="smallest relative change that counts",
     )
     compare.add_argument("--seed", type=int, default=0, help="seed of the bootstrap")
     compare.add_argument(
@@ -518,7 +830,125 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument("--candidate-json", default=None, help="write the candidate's report here")
     compare.add_argument("--check-json", default=None, help="write the output check here")
     compare.set_defaults(handler=_compare)
+    _summary_parser(commands)
+    for command in (parser, *commands.choices.values()):
+        command.add_argument(
+            "--version",
+            action="version",
+            version=_version_line(),
+            help="print torchscan's version and exit",
+        )
     return parser
+
+
+def _summary_parser(commands: Any) -> None:
+    """The ``summary`` command: ``torchscan.summary`` of a model that a file or module names."""
+    from .validation import SUMMARY_COLUMNS
+
+    summary = commands.add_parser(
+        "summary",
+        help="print the layer table of a model given as module:attr or path/to/file.py:attr",
+        description=(
+            "Analyse one evaluation forward of a model and print its layer table, as "
+            "torchscan.summary does. MODEL names a torch.nn.Module, or a function or class that "
+            "returns one when called with no arguments. Example: python -m torchscan summary "
+            "model.py:make_model --input-shape 3,224,224 --json analysis.json. Exit codes: 0 "
+            "analysed, 1 the model or its module raised (its traceback is printed) or --strict "
+            "found an incomplete metric (after the outputs are written), 2 usage (one line on "
+            "standard error)."
+        ),
+    )
+    summary.add_argument(
+        "model",
+        metavar="MODEL",
+        help="module:attr or path/to/file.py:attr: a torch.nn.Module, or a function or class "
+        "that returns one",
+    )
+    inputs = summary.add_mutually_exclusive_group(required=True)
+    inputs.add_argument(
+        "--input-shape",
+        action="append",
+        type=_shape,
+        metavar="SHAPE",
+        help="shape of one input without the batch dimension, such as 3,224,224 (a batch of one "
+        "is generated); repeat it for each positional input",
+    )
+    inputs.add_argument(
+        "--input-size",
+        action="append",
+        type=_shape,
+        metavar="SIZE",
+        help="shape of one input with the batch dimension, such as 1,3,224,224 (torchinfo's "
+        "input_size); repeat it for each positional input",
+    )
+    summary.add_argument(
+        "--dtype",
+        default=None,
+        help="dtype of the generated inputs (float32, float16, bfloat16, int64, ...): one for "
+        "all, or one per input separated by commas (default: the model's parameter dtype)",
+    )
+    summary.add_argument(
+        "--device",
+        default=None,
+        help="cpu, cuda, cuda:N or mps; the model must already be there (default: the device "
+        "of the model's parameters)",
+    )
+    summary.add_argument(
+        "--mode",
+        choices=("full", "structure"),
+        default="full",
+        help="full: shapes, parameters, FLOPs, MACs, DMAs and receptive fields; structure: "
+        "shapes, parameters and storage only",
+    )
+    summary.add_argument(
+        "--depth",
+        type=int,
+        default=None,
+        metavar="N",
+        help="show layers nested at most N deep: the model's children are 1 deep, 0 shows the "
+        "totals alone (torchinfo's depth; also --max-depth; default: every layer); the report "
+        "keeps them all",
+    )
+    summary.add_argument("--max-depth", dest="depth", type=int, help=argparse.SUPPRESS)
+    summary.add_argument(
+        "--col-names",
+        default=None,
+        metavar="NAMES",
+        help="the table's columns after the layer name, in order, separated by commas: "
+        f"{', '.join(SUMMARY_COLUMNS)} (torchinfo's names and torchscan's; default: "
+        "output_size, num_params, trainable, module_flops, macs)",
+    )
+    summary.add_argument(
+        "--receptive-field",
+        action="store_true",
+        help="add each layer's receptive field to the table",
+    )
+    summary.add_argument(
+        "--effective-rf-stats",
+        action="store_true",
+        help="add each layer's effective stride and padding to the table",
+    )
+    summary.add_argument(
+        "--tensor-memory",
+        action="store_true",
+        help="measure PyTorch's tensor memory peak of a second forward (added to the totals)",
+    )
+    summary.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when a metric of a full analysis is partial or unavailable, after writing "
+        "the outputs",
+    )
+    summary.add_argument(
+        "--json", default=None, help="write the analysis report here ('-': stdout, no table)"
+    )
+    summary.add_argument("--html", default=None, help="write the report's HTML page here")
+    summary.set_defaults(handler=_summary)
+
+
+def _version_line() -> str:
+    """What ``--version`` prints: ``torchscan 0.3.0``, as ``torchscan-report 0.3.0``."""
+    return f"torchscan {_core.__version__}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

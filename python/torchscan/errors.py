@@ -39,7 +39,25 @@ class ReportValidationError(TorchscanError, ValueError):
 
 
 class InvalidArgumentError(TorchscanError, ValueError):
-    """An argument has a value torchscan cannot use; the message says what to pass instead."""
+    """An argument has a value torchscan cannot use; the message says what to pass instead.
+
+    Raised before anything runs for a value torchscan can check itself. Raised after the forward
+    failed for inputs generated from ``input_shape`` or ``input_size`` whose shape the model
+    refused (a batch dimension given twice, a shape that does not fit the first layer): then the
+    model's exception is ``__cause__``, and the error is also of its kind (a ``RuntimeError``
+    stays one), so code that catches it keeps working.
+    """
+
+    @staticmethod
+    def like(original: BaseException, message: str) -> InvalidArgumentError:
+        """An ``InvalidArgumentError`` that is also of ``original``'s kind where one fits."""
+        if isinstance(original, RuntimeError) and not isinstance(original, ValueError):
+            return _InvalidArgumentRuntimeError(message)
+        return InvalidArgumentError(message)
+
+
+class _InvalidArgumentRuntimeError(InvalidArgumentError, RuntimeError):
+    """An :class:`InvalidArgumentError` raised for a ``RuntimeError`` of the model."""
 
 
 class ModelInputError(TorchscanError):

@@ -54,9 +54,11 @@ __all__ = [
     "OtherThreadCalls",
     "OutputCheck",
     "OutputCheckReport",
+    "ParameterTotal",
     "PeakMemoryReport",
     "ProfiledOperator",
     "ProfilerPass",
+    "ProfilerTrace",
     "ReceptiveField",
     "Report",
     "ReportDiff",
@@ -345,6 +347,12 @@ class AnalysisTotals(TypedDict):
     operator_flops: MetricResult
     macs: MetricResult
     dmas: MetricResult
+    #: Bytes of the tensors among the forward's inputs, each distinct tensor once (torchinfo's
+    #: "Input size"); absent in reports written before it was recorded.
+    input_bytes: NotRequired[MetricResult | None]
+    #: PyTorch's tensor memory peak of a second evaluation forward, measured when asked for
+    #: (``tensor_memory=True``); absent otherwise.
+    tensor_memory_peak: NotRequired[MetricResult | None]
 
 
 class ReceptiveField(TypedDict):
@@ -372,13 +380,29 @@ class ModelInputs(TypedDict):
     kwargs: dict[str, ValueMeta]
 
 
+class ParameterTotal(TypedDict):
+    """The parameters under a module with children, each storage element once.
+
+    Its own and every submodule's, called in the forward or not; the root's are the model's
+    totals.
+    """
+
+    trainable: int
+    frozen: int
+    bytes: int
+
+
 class LayerParameters(TypedDict):
-    """A layer's own parameters, each counted at the first layer that holds it."""
+    """A layer's own parameters, each counted at the first layer that holds it.
+
+    ``total`` (a module with children only) gives the parameters under the module.
+    """
 
     trainable: int
     frozen: int
     bytes: int
     shared: bool
+    total: NotRequired[ParameterTotal | None]
 
 
 class LayerBuffers(TypedDict):
@@ -415,6 +439,9 @@ class Layer(TypedDict):
     buffers: LayerBuffers
     metrics: LayerMetrics
     receptive_field: ReceptiveField
+    #: The kernel size of a convolution or pooling module, as the module holds it; absent for
+    #: other modules and in reports written before it was recorded.
+    kernel_size: NotRequired[list[int] | None]
 
 
 #: torchscan 0.2's name of :class:`Layer`.
@@ -529,7 +556,8 @@ class ProfilerPass(TypedDict):
 
     ``calls`` is the number of calls profiled: ``requested_calls`` (``profiler_calls``), or fewer
     when the next call would have passed the time budget (at least one call always runs).
-    Reports written before ``requested_calls`` was recorded lack it.
+    Reports written before ``requested_calls`` was recorded lack it. ``trace`` is present only
+    when the pass's trace was written to a file (``profiler_trace``).
     """
 
     status: MetricStatus
@@ -539,6 +567,30 @@ class ProfilerPass(TypedDict):
     calls: int | None
     requested_calls: NotRequired[int | None]
     top_operators: list[ProfiledOperator]
+    trace: NotRequired[ProfilerTrace | None]
+
+
+TraceFormat = Literal["chrome_trace", "chrome_trace_gzip"]
+
+
+class ProfilerTrace(TypedDict):
+    """The profiler pass's trace, kept in the file ``profiler_trace`` named.
+
+    ``path`` is the file as the caller named it (a relative path is relative to the working
+    directory of the measuring process); ``format`` is ``chrome_trace`` (Chrome trace event
+    JSON, which Perfetto and ``chrome://tracing`` open) or ``chrome_trace_gzip`` (the same,
+    gzip-compressed, for a path ending in ``.gz``); ``scope`` says which calls it covers and
+    ``calls`` how many (the pass's ``calls``, or fewer when a profiler session could not be
+    exported); ``instrumented`` is always ``True`` (its times include the profiler's overhead);
+    ``bytes`` is the size written.
+    """
+
+    path: str
+    format: TraceFormat
+    scope: str
+    calls: int
+    instrumented: bool
+    bytes: int
 
 
 class BenchmarkReport(TypedDict):

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from . import _core
@@ -18,6 +18,8 @@ __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
     "MAX_INPUT_BYTES_VARIABLE",
     "MAX_NESTING_DEPTH",
+    "SUMMARY_COLUMNS",
+    "check_col_names",
     "format_summary",
     "max_input_bytes",
     "report_json",
@@ -247,6 +249,7 @@ def format_summary(
     max_depth: int | None = None,
     receptive_field: bool = False,
     effective_rf_stats: bool = False,
+    col_names: Sequence[str] | None = None,
 ) -> str:
     """Return the text summary of a valid report: the lines ``torchscan-report summary`` prints.
 
@@ -254,7 +257,9 @@ def format_summary(
     1); it is an integer from 0 to ``sys.maxsize``, or :class:`~torchscan.InvalidArgumentError`
     names it. ``receptive_field`` adds each layer's receptive field to the analysis table, and
     ``effective_rf_stats`` its effective stride and padding (one number when every spatial
-    dimension agrees, else one per dimension such as ``7x3``). Raises
+    dimension agrees, else one per dimension such as ``7x3``). ``col_names`` chooses the
+    analysis table's columns after the layer name, in order, by torchinfo's names or
+    torchscan's (:data:`SUMMARY_COLUMNS`; see docs/coming-from-torchinfo.md). Raises
     :class:`ReportValidationError` when the report is invalid. Programs should read the JSON,
     never this text.
     """
@@ -266,5 +271,30 @@ def format_summary(
     ):
         if not isinstance(flag, bool):
             raise TypeError(f"{name} must be True or False, got {flag!r}")
+    columns = check_col_names(col_names)
     text = report_json(report)
-    return _core.format_summary_json(text, max_depth, receptive_field, effective_rf_stats)
+    return _core.format_summary_json(text, max_depth, receptive_field, effective_rf_stats, columns)
+
+
+#: The names ``col_names`` takes: torchinfo's ``col_names`` and torchscan's own.
+SUMMARY_COLUMNS: tuple[str, ...] = tuple(_core.SUMMARY_COLUMNS)
+
+
+def check_col_names(col_names: Sequence[str] | None) -> list[str] | None:
+    """``col_names`` as a list of known column names, or :class:`InvalidArgumentError`."""
+    if col_names is None:
+        return None
+    if isinstance(col_names, (str, bytes)) or not isinstance(col_names, Iterable):
+        raise InvalidArgumentError(
+            f"col_names must be a list of column names, for example ('output_size', "
+            f"'num_params'), got {col_names!r}"
+        )
+    names = list(col_names)
+    for name in names:
+        if name not in SUMMARY_COLUMNS:
+            raise InvalidArgumentError(
+                f"col_names: unknown column {name!r}; the columns are " + ", ".join(SUMMARY_COLUMNS)
+            )
+    if not names:
+        raise InvalidArgumentError("col_names must name at least one column")
+    return names

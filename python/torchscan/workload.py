@@ -6,6 +6,7 @@ The passes, their checks and the report they make are the benchmark pass pipelin
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -20,6 +21,7 @@ from ._pipeline import (
     check_budget,
     check_metrics,
     check_profiler_calls,
+    check_profiler_trace,
     check_rss_timeout,
     check_work,
     raise_if_incomplete,
@@ -50,6 +52,7 @@ def measure_workload(
     warmup_time_s: float = 0.1,
     profiler_calls: int = 100,
     rss_timeout_s: float = 120.0,
+    profiler_trace: str | os.PathLike[str] | None = None,
 ) -> BenchmarkReport:
     """Measure ``workload`` (a zero-argument callable) on ``device``; return a ``BenchmarkReport``.
 
@@ -61,6 +64,13 @@ def measure_workload(
     instrumented pass of ``profiler_calls`` calls, fewer when the pass, reading its events
     included, would end past ``max_time_s`` seconds: at least one runs, the report records both
     counts and a ``profiler_failed`` warning says how many fit); the default is the first three.
+    ``profiler_trace`` (a ``str`` or ``os.PathLike``; needs ``profiler`` in ``metrics``) keeps
+    torch.profiler's Chrome trace of every profiled call in that file (gzip-compressed when it
+    ends in ``.gz``), written atomically as every output of the package; ``report["profiler"]
+    ["trace"]`` then names it (path as given, format, the calls it covers, size in bytes) and
+    says it is instrumented: its times are slower than the timed blocks'. A trace that could not
+    be written, or covers fewer calls than were profiled, is said by a ``profiler_failed``
+    warning, and the report never names a file that was not written.
     The timing
     budget (``min_time_s``, ``max_time_s``, ``min_blocks``, ``warmup_time_s``) is recorded in the
     report. The latency pass also records the machine's noise during the timed blocks (other
@@ -77,6 +87,9 @@ def measure_workload(
     ``min_time_s`` and ``max_time_s`` in (0, 86400] seconds with ``min_time_s <= max_time_s``;
     ``warmup_time_s`` in [0, 86400]; ``rss_timeout_s`` (the process-RSS child's time limit) in
     (0, 86400]; ``min_blocks`` and ``profiler_calls`` integers from 1 to 1,000,000.
+    ``profiler_trace`` is refused the same way when ``metrics`` leaves out ``profiler``, when it
+    names a directory or a file in a directory that does not exist, or is not a path; with
+    ``strict=True`` a trace not written (or covering fewer calls than profiled) is incomplete.
     """
     if not callable(workload):
         raise InvalidArgumentError(
@@ -88,6 +101,7 @@ def measure_workload(
     budget = check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
     check_profiler_calls(profiler_calls)
     check_rss_timeout(rss_timeout_s)
+    trace = check_profiler_trace(profiler_trace, selected)
 
     flags = current_flags()
     passes = Passes([])
@@ -101,6 +115,7 @@ def measure_workload(
         profiler_calls,
         rss_timeout_s,
         profiler_time_s=budget.max_time_s,
+        profiler_trace=trace,
     )
     report = assemble_report(
         passes,
@@ -118,5 +133,5 @@ def measure_workload(
         sys.stdout.write(format_summary(report))
         sys.stdout.flush()
     if strict:
-        raise_if_incomplete(report, selected)
+        raise_if_incomplete(report, selected, trace_requested=trace is not None)
     return report

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .. import _claims, _core, _metrics
-from .._input_errors import explain_forward_error
+from .._input_errors import explain_forward_error, explain_shape_error
 from .._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, dtype_name, iter_tensors
 from ..context import capture_context, class_name, current_flags, qualified_type_name
 from ..errors import IncompleteAnalysisError, InvalidArgumentError
@@ -75,6 +75,64 @@ def _assembler() -> _core.Assembler:
     )
 
 
+def _tensor_memory_pass(
+    model: Any, positional: tuple[Any, ...], keywords: dict[str, Any], device: Any
+) -> tuple[MetricResult, list[Diagnostic]]:
+    """The measured tensor peak of a second evaluation forward (torchinfo estimates one instead).
+
+    Runs under a :class:`~torchscan.memory.TensorMemoryTracker` whose baseline is what the
+    forward reaches (the model's parameters and buffers, the inputs), with gradients off and the
+    model in evaluation mode, as the analysed forward ran.
+    """
+    import torch
+
+    from ..memory import TensorMemoryTracker
+
+    def forward() -> Any:
+        return model(*positional, **keywords)
+
+    tracker = TensorMemoryTracker(device, roots=(forward,))
+    with torch.no_grad(), tracker:
+        result = forward()
+        del result
+    # On CPU the allocator's reserved bytes are unavailable by nature: not worth a diagnostic.
+    diagnostics = [
+        diagnostic
+        for diagnostic in tracker.diagnostics()
+        if not (tracker.device.type == "cpu" and diagnostic["code"] == "unsupported_on_device")
+    ]
+    return tracker.tensor_memory_peak(), diagnostics
+
+
+def _kernel_size(module: Any) -> list[int] | None:
+    """A module's ``kernel_size`` attribute as a list of sizes (convolution, pooling), if any."""
+    kernel = module.__dict__.get("kernel_size")
+    if kernel is None or isinstance(kernel, bool):
+        return None
+    if isinstance(kernel, int):
+        return [kernel] if kernel >= 0 else None
+    if isinstance(kernel, (tuple, list)) and all(
+        isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in kernel
+    ):
+        return list(kernel)
+    return None
+
+
+def _add_kernel_sizes(layers: list[Layer], named_modules: list[tuple[str, Any]]) -> None:
+    """Adds ``kernel_size`` to the layers of modules that hold one (torchinfo's kernel column)."""
+    kernels: dict[str, list[int]] = {}
+    for path, module in named_modules:
+        kernel = _kernel_size(module)
+        if kernel is not None:
+            kernels.setdefault(path, kernel)
+    if not kernels:
+        return
+    for layer in layers:
+        kernel = kernels.get(layer["path"])
+        if kernel is not None:
+            layer["kernel_size"] = list(kernel)
+
+
 def _device_names(model_devices: Iterable[Any], inputs: Iterable[Any]) -> list[str]:
     """The devices of the model's tensors and of the input tensors, by name, sorted."""
     return sorted({str(device) for device in (*model_devices, *(t.device for t in inputs))})
@@ -109,6 +167,8 @@ def _analyse(
     device: Any,
     mode: str,
     caller: str,
+    input_size: Any = None,
+    tensor_memory: bool = False,
 ) -> AnalysisReport:
     import torch
 
@@ -116,8 +176,9 @@ def _analyse(
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be 'full' or 'structure', got {mode!r}")
     positional, keywords, resolved_device = _make_inputs(
-        model, input_shape, dtype, args, kwargs, device
+        model, input_shape, dtype, args, kwargs, device, input_size
     )
+    generated = input_shape is not None or input_size is not None
     flags_before = current_flags()
     # One walk of the module tree serves the hooks, the training flags and the storage totals.
     named_modules = _all_named_modules(model)
@@ -146,12 +207,26 @@ def _analyse(
                 else:
                     with counter:
                         model(*positional, **keywords)
-        except Exception as error:
-            # Only a generated float input reaching an index operation and an argument the
-            # forward needs are explained; any other exception propagates as it is.
-            explained = explain_forward_error(
-                error, model, positional, keywords, input_shape, caller
+            memory = (
+                _tensor_memory_pass(model, positional, keywords, resolved_device)
+                if tensor_memory
+                else None
             )
+        except Exception as error:
+            # Only a generated float input reaching an index operation, an argument the
+            # forward needs and a generated shape the model refused are explained; any other
+            # exception propagates as it is.
+            explained: Exception | None = (
+                explain_forward_error(error, model, positional, keywords, input_shape, caller)
+                if input_size is None
+                else explain_forward_error(
+                    error, model, positional, keywords, input_size, caller, "input_size"
+                )
+            )
+            if explained is None and generated:
+                explained = explain_shape_error(
+                    error, model, named_modules, positional, input_shape, input_size, caller
+                )
             if explained is None:
                 raise
             raise explained from error
@@ -169,20 +244,23 @@ def _analyse(
         log=recorder.log,
         seeds=[(id(tensor), tensor.dim()) for tensor in iter_tensors(positional)],
     )
+    _add_kernel_sizes(assembly.layers, named_modules)
     if counter is not None:
         counter._apply_formulas(assembly.tallies)
         operator_flops = counter.report(assembly.by_module, class_name(model))
         operator_diagnostics = counter.diagnostics()
     else:
         operator_flops, operator_diagnostics = _structure_operator_flops(), []
-    return _build_report(
+    if memory is not None:
+        operator_diagnostics.extend(memory[1])
+    report = _build_report(
         model,
         full,
         named_modules,
         walked,
         assembly.layers,
         assembly.module_totals,
-        "generated" if input_shape is not None else "provided",
+        "generated" if generated else "provided",
         positional,
         keywords,
         resolved_device,
@@ -193,6 +271,9 @@ def _analyse(
         operator_flops,
         operator_diagnostics,
     )
+    if memory is not None:
+        report["totals"]["tensor_memory_peak"] = memory[0]
+    return report
 
 
 def _build_report(
@@ -243,6 +324,7 @@ def _build_report(
         "operator_flops": operator_flops["total"].copy(),
         "macs": module_totals["macs"],
         "dmas": module_totals["dmas"],
+        "input_bytes": _input_bytes(inputs),
     }
     model_inputs: ModelInputs = {
         "source": source,
@@ -269,6 +351,18 @@ def _build_report(
         "operator_flops": operator_flops,
     }
     return report
+
+
+_INPUT_SCOPE = (
+    "tensors among the forward's inputs, positional and keyword, each distinct tensor once"
+)
+
+
+def _input_bytes(inputs: list[Any]) -> MetricResult:
+    """Bytes of the distinct input tensors: elements times element size (torchinfo's Input size)."""
+    distinct = {id(tensor): tensor for tensor in inputs}.values()
+    total = sum(tensor.numel() * tensor.element_size() for tensor in distinct)
+    return _metrics.complete(total, "B", _INPUT_SCOPE, "elements x element size of each tensor")
 
 
 def _strict_check(report: AnalysisReport) -> None:

@@ -87,16 +87,277 @@ pub fn number_text(value: f64) -> String {
     }
 }
 
+/// Formats `value` as [`group_thousands`] does with `decimals` decimals, with more decimals when a
+/// nonzero value would otherwise print as zero: two significant digits then (`0.00041`), in
+/// scientific notation below 10^-15 (`1.2e-20`). Zero prints as zero.
+pub fn grown_decimals(value: f64, decimals: usize) -> String {
+    let text = group_thousands(value, decimals);
+    if value == 0.0 || !value.is_finite() || text.bytes().any(|b| matches!(b, b'1'..=b'9')) {
+        return text;
+    }
+    if value.abs() < 1e-15 {
+        return format!("{value:.1e}");
+    }
+    // The position of the first significant decimal, then one more digit.
+    let first = (-value.abs().log10()).ceil().max(1.0) as usize;
+    let grown = group_thousands(value, first + 1);
+    // log10 can land one short on exact powers of ten; never print zero.
+    if grown.bytes().any(|b| matches!(b, b'1'..=b'9')) {
+        grown
+    } else {
+        group_thousands(value, first + 2)
+    }
+}
+
 /// A metric's number in display units: seconds as ms, bytes as MiB, hertz as MHz, counts without
-/// decimals, other units as they are with three decimals.
+/// decimals, other units as they are with three decimals; more decimals where a nonzero value
+/// would print as zero ([`grown_decimals`]).
+///
+/// The text summaries' form (their lines are kept exactly, `Latency (block median): 0.006 ms`);
+/// what people read elsewhere is [`readable_number`].
 pub fn display_number(value: f64, unit: &str) -> String {
     match unit {
-        "s" => format!("{} ms", group_thousands(value * 1e3, 3)),
-        "B" => format!("{} MiB", group_thousands(value / BYTES_PER_MIB, 3)),
-        "count" => group_thousands(value, 0),
+        "s" => format!("{} ms", grown_decimals(value * 1e3, 3)),
+        "B" => format!("{} MiB", grown_decimals(value / BYTES_PER_MIB, 3)),
+        "count" if value.fract() == 0.0 => group_thousands(value, 0),
+        "count" | "ratio" => grown_decimals(value, 3),
+        "Hz" if value.abs() >= 1e6 || value == 0.0 => {
+            format!("{} MHz", group_thousands(value / 1e6, 0))
+        }
+        "Hz" => format!("{} MHz", grown_decimals(value / 1e6, 3)),
+        other => format!("{} {other}", grown_decimals(value, 3)),
+    }
+}
+
+/// Decimal prefixes of counts and rates, largest first.
+const DECIMAL_PREFIXES: [(&str, f64); 6] = [
+    ("E", 1e18),
+    ("P", 1e15),
+    ("T", 1e12),
+    ("G", 1e9),
+    ("M", 1e6),
+    ("k", 1e3),
+];
+
+/// Binary prefixes of bytes, largest first.
+const BINARY_PREFIXES: [(&str, f64); 6] = [
+    ("EiB", 1_152_921_504_606_846_976.0),
+    ("PiB", 1_125_899_906_842_624.0),
+    ("TiB", 1_099_511_627_776.0),
+    ("GiB", 1_073_741_824.0),
+    ("MiB", 1_048_576.0),
+    ("KiB", 1024.0),
+];
+
+/// Time units up to the second, largest first.
+const TIME_UNITS: [(&str, f64); 4] = [("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)];
+
+/// A number below 1 in magnitude with three significant digits: `0.498`, `0.000412`; zero as `0`.
+fn small_digits(value: f64) -> String {
+    if value == 0.0 {
+        return "0".to_owned();
+    }
+    if value.abs() < 1e-15 {
+        return format!("{value:.2e}");
+    }
+    let first = (-value.abs().log10()).ceil().max(1.0) as usize;
+    group_thousands(value, first + 2)
+}
+
+/// Four significant digits of a magnitude from 1 to 1,000: `1.234`, `12.34`, `123.4`.
+fn four_digits(scaled: f64) -> String {
+    let magnitude = scaled.abs();
+    let decimals = if magnitude >= 100.0 {
+        1
+    } else if magnitude >= 10.0 {
+        2
+    } else {
+        3
+    };
+    group_thousands(scaled, decimals)
+}
+
+/// `value / factor` with four significant digits, or `None` when it rounds up to 1,000 (the next
+/// prefix then applies: `999.96 k` is `1.000 M`).
+fn scaled_digits(value: f64, factor: f64) -> Option<String> {
+    let text = four_digits(value / factor);
+    let rounded: f64 = text.replace(',', "").trim_start_matches('-').parse().ok()?;
+    (rounded < 1000.0).then_some(text)
+}
+
+/// A prefixed number: the largest prefix whose scaled value is at least 1 (and stays below 1,000
+/// once rounded); `None` below the smallest prefix.
+fn prefixed(value: f64, prefixes: &[(&'static str, f64)]) -> Option<(String, &'static str)> {
+    let magnitude = value.abs();
+    let index = prefixes
+        .iter()
+        .position(|(_, factor)| magnitude >= *factor)?;
+    let (prefix, factor) = prefixes[index];
+    match scaled_digits(value, factor) {
+        Some(text) => Some((text, prefix)),
+        // Rounded up to 1,000: the next larger prefix, or grouped digits past the largest.
+        None if index > 0 => {
+            let (larger, factor) = prefixes[index - 1];
+            Some((four_digits(value / factor), larger))
+        }
+        None => Some((group_thousands(value / factor, 0), prefix)),
+    }
+}
+
+/// Whether a unit takes its decimal prefix glued to it (`MFLOPs`, `GFLOP/s`) rather than
+/// before it with a space (`4.192 M samples/s`).
+fn glued_prefix(unit: &str) -> bool {
+    matches!(unit, "FLOPs" | "MACs" | "DMAs" | "FLOP/s" | "Hz")
+}
+
+/// A number people read at a glance, in its unit family: times in ns, us, ms or s; bytes in B,
+/// KiB, MiB, GiB...; counts and rates with k, M, G, T...; four significant digits
+/// (`11.98 MFLOPs`, `412.3 ns`, `11.60 KiB`, `4.192 M samples/s`), integers below 1,000 without
+/// decimals (`32 samples`, `132 B`), ratios with three decimals (three significant digits below
+/// 0.001). A nonzero value never prints
+/// as zero, and zero prints as `0` with its unit. Non-finite values print as they are.
+///
+/// The exact value goes beside it ([`exact_number`]): in parentheses in the text summary, as the
+/// `title` of the HTML element.
+pub fn readable_number(value: f64, unit: &str) -> String {
+    if !value.is_finite() {
+        return format!("{value} {unit}");
+    }
+    let plain = |text: String, unit: &str| match unit {
+        "count" | "ratio" | "" => text,
+        unit => format!("{text} {unit}"),
+    };
+    match unit {
+        "ratio" if value.abs() < 1e-3 && value != 0.0 => small_digits(value),
         "ratio" => group_thousands(value, 3),
-        "Hz" => format!("{} MHz", group_thousands(value / 1e6, 0)),
-        other => format!("{} {other}", group_thousands(value, 3)),
+        "s" => {
+            let magnitude = value.abs();
+            if magnitude == 0.0 {
+                return "0 s".to_owned();
+            }
+            if magnitude >= 1000.0 {
+                return format!("{} s", group_thousands(value, 0));
+            }
+            for (index, (name, factor)) in TIME_UNITS.iter().enumerate() {
+                if magnitude >= *factor {
+                    return match scaled_digits(value, *factor) {
+                        Some(text) => format!("{text} {name}"),
+                        // Rounded up to 1,000 of this unit: the next larger one.
+                        None if index > 0 => {
+                            let (larger, factor) = TIME_UNITS[index - 1];
+                            format!("{} {larger}", four_digits(value / factor))
+                        }
+                        None => format!("{} s", group_thousands(value, 0)),
+                    };
+                }
+            }
+            // Below a nanosecond: nanoseconds with three significant digits.
+            format!("{} ns", small_digits(value / 1e-9))
+        }
+        "B" => {
+            if value.fract() == 0.0 && value.abs() < 1024.0 {
+                return format!("{} B", group_thousands(value, 0));
+            }
+            match prefixed(value, &BINARY_PREFIXES) {
+                Some((text, prefix)) => format!("{text} {prefix}"),
+                None if value.abs() < 1.0 => format!("{} B", small_digits(value)),
+                None => format!("{} B", four_digits(value)),
+            }
+        }
+        unit => {
+            if value.abs() < 1000.0 {
+                let text = if value.fract() == 0.0 {
+                    group_thousands(value, 0)
+                } else if value.abs() >= 1.0 {
+                    four_digits(value)
+                } else {
+                    small_digits(value)
+                };
+                return plain(text, unit);
+            }
+            match prefixed(value, &DECIMAL_PREFIXES) {
+                Some((text, prefix)) if glued_prefix(unit) => format!("{text} {prefix}{unit}"),
+                Some((text, prefix)) => match unit {
+                    "count" | "" => format!("{text} {prefix}"),
+                    unit => format!("{text} {prefix} {unit}"),
+                },
+                None => plain(group_thousands(value, 0), unit),
+            }
+        }
+    }
+}
+
+/// The exact value of a number with its unit, unscaled: integers with thousands separators
+/// (`11,981,440 FLOPs`), other numbers as the shortest decimal that reads back as the same
+/// `f64` (`0.000412345 s`). Counts and ratios carry no unit word.
+pub fn exact_number(value: f64, unit: &str) -> String {
+    let text = if value.fract() == 0.0 && value.abs() < 1e15 {
+        group_thousands(value, 0)
+    } else if !value.is_finite() {
+        format!("{value}")
+    } else {
+        // The shortest decimal that reads back as the same f64, its integer part grouped.
+        let shortest = format!("{}", value.abs());
+        let (integer, fraction) = shortest.split_once('.').unwrap_or((&shortest, ""));
+        let sign = if value < 0.0 { "-" } else { "" };
+        let integer = integer
+            .parse::<u64>()
+            .map_or_else(|_| integer.to_owned(), count_text);
+        if fraction.is_empty() {
+            format!("{sign}{integer}")
+        } else {
+            format!("{sign}{integer}.{fraction}")
+        }
+    };
+    match unit {
+        "count" | "ratio" | "" => text,
+        unit => format!("{text} {unit}"),
+    }
+}
+
+/// A change from `before` to `after` as people read it: `1.227 KiB -> 2.414 KiB (+1.188 KiB)`,
+/// with the exact values beside when any differs from its readable form:
+/// `1.227 KiB -> 2.414 KiB (+1.188 KiB; exact 1,256 B -> 2,472 B, +1,216 B)`.
+pub fn readable_change(before: f64, after: f64, delta: f64, unit: &str) -> String {
+    let sign = if delta >= 0.0 { "+" } else { "" };
+    let readable = [before, after, delta].map(|value| readable_number(value, unit));
+    let exact = [before, after, delta].map(|value| exact_number(value, unit));
+    let mut text = format!("{} -> {} ({sign}{}", readable[0], readable[1], readable[2]);
+    if readable != exact {
+        text.push_str(&format!(
+            "; exact {} -> {}, {sign}{}",
+            exact[0], exact[1], exact[2]
+        ));
+    }
+    text.push(')');
+    text
+}
+
+/// Two values as people read them, `6.140 us -> 6.067 us`, with the exact values beside when
+/// either differs from its readable form: `6.140 us -> 6.067 us (exact 0.000006140171 s ->
+/// 0.0000060672 s)`.
+pub fn readable_pair(before: f64, after: f64, unit: &str) -> String {
+    let readable = [before, after].map(|value| readable_number(value, unit));
+    let exact = [before, after].map(|value| exact_number(value, unit));
+    if readable == exact {
+        format!("{} -> {}", readable[0], readable[1])
+    } else {
+        format!(
+            "{} -> {} (exact {} -> {})",
+            readable[0], readable[1], exact[0], exact[1]
+        )
+    }
+}
+
+/// [`readable_number`] with the exact value in parentheses when the two differ:
+/// `11.98 MFLOPs (11,981,440 FLOPs)`, `448`, `132 B`.
+pub fn readable_with_exact(value: f64, unit: &str) -> String {
+    let readable = readable_number(value, unit);
+    let exact = exact_number(value, unit);
+    if readable == exact {
+        readable
+    } else {
+        format!("{readable} ({exact})")
     }
 }
 
@@ -156,6 +417,52 @@ pub fn metric_text_in_unit(metric: &MetricResult) -> String {
     }
 }
 
+/// A metric as people read it ([`readable_number`]), with its exact text when that differs
+/// ([`exact_number`]): `11.98 MFLOPs` and `11,981,440 FLOPs`; `partial, at least 1.049 MFLOPs
+/// (reason)` and the known value's exact text; `unavailable (reason)` and none.
+pub fn readable_metric(metric: &MetricResult) -> (String, Option<String>) {
+    let exact = |value: f64| {
+        let exact = exact_number(value, &metric.unit);
+        (exact != readable_number(value, &metric.unit)).then_some(exact)
+    };
+    match (metric.status, metric.value, metric.known_value) {
+        (MetricStatus::Complete, Some(value), _) => {
+            (readable_number(value, &metric.unit), exact(value))
+        }
+        (MetricStatus::Partial, _, Some(known)) => (
+            format!(
+                "partial, at least {}{}",
+                readable_number(known, &metric.unit),
+                reason_suffix(metric.reason.as_deref())
+            ),
+            exact(known),
+        ),
+        (status, _, _) => (
+            format!(
+                "{}{}",
+                status.as_str(),
+                reason_suffix(metric.reason.as_deref())
+            ),
+            None,
+        ),
+    }
+}
+
+/// [`readable_metric`] as one line of text, the exact value in parentheses beside the readable
+/// one: `11.98 MFLOPs (11,981,440 FLOPs)`, `partial, at least 1.049 MFLOPs (1,048,576 FLOPs)
+/// (reason)`.
+pub fn readable_metric_text(metric: &MetricResult) -> String {
+    match (metric.status, metric.value, metric.known_value) {
+        (MetricStatus::Complete, Some(value), _) => readable_with_exact(value, &metric.unit),
+        (MetricStatus::Partial, _, Some(known)) => format!(
+            "partial, at least {}{}",
+            readable_with_exact(known, &metric.unit),
+            reason_suffix(metric.reason.as_deref())
+        ),
+        _ => readable_metric(metric).0,
+    }
+}
+
 /// A metric as a cell of the text summary's layer table: the known value as a whole number
 /// without unit, `>=` and the known value when partial, `-` otherwise.
 ///
@@ -169,15 +476,19 @@ pub fn table_metric_cell(metric: &MetricResult) -> String {
     }
 }
 
-/// A metric as a cell of an HTML table: the number in display units ([`display_number`]),
-/// `>= ` and the known value when partial, `-` otherwise.
+/// A metric as a cell of an HTML table: the number as people read it ([`readable_number`]),
+/// `>= ` and the known value when partial, `-` otherwise; with the exact value for the cell's
+/// `title` when it differs.
 ///
 /// Unlike [`table_metric_cell`] it shows the unit, as the page's cards do.
-pub fn page_metric_cell(metric: &MetricResult) -> String {
+pub fn page_metric_cell(metric: &MetricResult) -> (String, Option<String>) {
     match (metric.status, metric.value, metric.known_value) {
-        (MetricStatus::Complete, Some(v), _) => display_number(v, &metric.unit),
-        (MetricStatus::Partial, _, Some(k)) => format!(">= {}", display_number(k, &metric.unit)),
-        _ => "-".to_owned(),
+        (MetricStatus::Complete, Some(_), _) => readable_metric(metric),
+        (MetricStatus::Partial, _, Some(k)) => {
+            let (_, exact) = readable_metric(metric);
+            (format!(">= {}", readable_number(k, &metric.unit)), exact)
+        }
+        _ => ("-".to_owned(), None),
     }
 }
 
@@ -420,6 +731,132 @@ mod tests {
         assert_eq!(display_number(1000.0, "FLOPs"), "1,000.000 FLOPs");
         assert_eq!(display_number(0.0, "samples/s"), "0.000 samples/s");
         assert_eq!(display_number(f64::INFINITY, "s"), "inf ms");
+        // A nonzero value never prints as zero; zero stays as it was.
+        assert_eq!(display_number(4.123e-7, "s"), "0.00041 ms");
+        assert_eq!(display_number(1e-6, "s"), "0.001 ms");
+        assert_eq!(display_number(-4.123e-7, "s"), "-0.00041 ms");
+        assert_eq!(display_number(132.0, "B"), "0.00013 MiB");
+        assert_eq!(display_number(0.0004, "ratio"), "0.00040");
+        assert_eq!(display_number(0.4, "count"), "0.400");
+        assert_eq!(display_number(1e-20, "ratio"), "1.0e-20");
+        assert_eq!(display_number(0.0, "s"), "0.000 ms");
+        assert_eq!(display_number(0.006_1, "s"), "6.100 ms");
+        assert_eq!(display_number(1500.0, "Hz"), "0.002 MHz");
+        assert_eq!(display_number(400.0, "Hz"), "0.00040 MHz");
+    }
+
+    #[test]
+    fn readable_numbers() {
+        let r = readable_number;
+        assert_eq!(r(11_981_440.0, "FLOPs"), "11.98 MFLOPs");
+        assert_eq!(r(1_048_576.0, "FLOPs"), "1.049 MFLOPs");
+        assert_eq!(r(999.0, "FLOPs"), "999 FLOPs");
+        assert_eq!(r(999_960.0, "FLOPs"), "1.000 MFLOPs");
+        assert_eq!(r(1e30, "FLOPs"), "1,000,000,000,000 EFLOPs");
+        assert_eq!(r(0.0, "FLOPs"), "0 FLOPs");
+        assert_eq!(r(32.0, "samples"), "32 samples");
+        assert_eq!(r(4_191_866.3, "samples/s"), "4.192 M samples/s");
+        assert_eq!(r(12.345, "samples/s"), "12.35 samples/s");
+        assert_eq!(r(0.000_5, "samples/s"), "0.000500 samples/s");
+        assert_eq!(r(2970.0, "count"), "2.970 k");
+        assert_eq!(r(11_689_512.0, "count"), "11.69 M");
+        assert_eq!(r(2970.6, "count"), "2.971 k");
+        assert_eq!(r(448.0, "count"), "448");
+        assert_eq!(r(0.498, "ratio"), "0.498");
+        assert_eq!(r(0.03, "ratio"), "0.030");
+        assert_eq!(r(0.0, "ratio"), "0.000");
+        assert_eq!(r(0.000_4, "ratio"), "0.000400");
+        assert_eq!(r(1.5, "ratio"), "1.500");
+        // Times: ns, us, ms, s.
+        assert_eq!(r(4.123e-7, "s"), "412.3 ns");
+        assert_eq!(r(1.9e-5, "s"), "19.00 us");
+        assert_eq!(r(0.006_1, "s"), "6.100 ms");
+        assert_eq!(r(0.999_96, "s"), "1.000 s");
+        assert_eq!(r(9.999_6e-7, "s"), "1.000 us");
+        assert_eq!(r(2.5, "s"), "2.500 s");
+        assert_eq!(r(12_345.6, "s"), "12,346 s");
+        assert_eq!(r(5e-12, "s"), "0.00500 ns");
+        assert_eq!(r(0.0, "s"), "0 s");
+        assert_eq!(r(-0.002, "s"), "-2.000 ms");
+        // Bytes: B, KiB, MiB, GiB.
+        assert_eq!(r(132.0, "B"), "132 B");
+        assert_eq!(r(11_880.0, "B"), "11.60 KiB");
+        assert_eq!(r(98_816.0, "B"), "96.50 KiB");
+        assert_eq!(r(1_048_576.0, "B"), "1.000 MiB");
+        assert_eq!(r(1_048_575.0, "B"), "1.000 MiB");
+        assert_eq!(r(3.5 * 1_073_741_824.0, "B"), "3.500 GiB");
+        assert_eq!(r(0.5, "B"), "0.500 B");
+        assert_eq!(r(100.25, "B"), "100.2 B");
+        assert_eq!(r(2_400_000_000.0, "Hz"), "2.400 GHz");
+        assert_eq!(r(f64::NAN, "s"), "NaN s");
+    }
+
+    #[test]
+    fn exact_numbers_beside_readable_ones() {
+        assert_eq!(exact_number(11_981_440.0, "FLOPs"), "11,981,440 FLOPs");
+        assert_eq!(exact_number(4.123_45e-7, "s"), "0.000000412345 s");
+        assert_eq!(exact_number(2970.0, "count"), "2,970");
+        assert_eq!(exact_number(0.5, "ratio"), "0.5");
+        assert_eq!(
+            exact_number(5_217_020.699_982_093, "samples/s"),
+            "5,217,020.699982093 samples/s"
+        );
+        assert_eq!(exact_number(-1.5, "s"), "-1.5 s");
+        assert_eq!(exact_number(f64::INFINITY, "s"), "inf s");
+        assert_eq!(exact_number(1e20, "FLOPs"), "100000000000000000000 FLOPs");
+        assert_eq!(
+            readable_with_exact(11_981_440.0, "FLOPs"),
+            "11.98 MFLOPs (11,981,440 FLOPs)"
+        );
+        assert_eq!(readable_with_exact(448.0, "count"), "448");
+        assert_eq!(readable_with_exact(132.0, "B"), "132 B");
+        assert_eq!(readable_with_exact(0.0, "FLOPs"), "0 FLOPs");
+        assert_eq!(
+            readable_change(1256.0, 2472.0, 1216.0, "B"),
+            "1.227 KiB -> 2.414 KiB (+1.188 KiB; exact 1,256 B -> 2,472 B, +1,216 B)"
+        );
+        assert_eq!(
+            readable_change(314.0, 618.0, 304.0, "count"),
+            "314 -> 618 (+304)"
+        );
+        assert_eq!(readable_change(0.0, 0.0, 0.0, "B"), "0 B -> 0 B (+0 B)");
+        assert_eq!(
+            readable_change(2.0e-6, 1.0e-6, -1.0e-6, "s"),
+            "2.000 us -> 1.000 us (-1.000 us; exact 0.000002 s -> 0.000001 s, -0.000001 s)"
+        );
+        assert_eq!(
+            readable_pair(32.0, 64.0, "samples"),
+            "32 samples -> 64 samples"
+        );
+        assert_eq!(
+            readable_pair(1.5e-3, 2.0e-3, "s"),
+            "1.500 ms -> 2.000 ms (exact 0.0015 s -> 0.002 s)"
+        );
+    }
+
+    proptest::proptest! {
+        /// No nonzero number prints as zero, in either form, in any unit.
+        #[test]
+        fn nonzero_never_prints_as_zero(
+            value in proptest::prop_oneof![
+                1e-300f64..1e-3,
+                1e-3f64..1e3,
+                1e3f64..1e300,
+            ],
+            negative: bool,
+            unit in proptest::sample::select(
+                vec!["s", "B", "count", "ratio", "Hz", "FLOPs", "samples/s", "tokens"],
+            ),
+        ) {
+            let value = if negative { -value } else { value };
+            for text in [readable_number(value, unit), display_number(value, unit)] {
+                let digits = text.split(['e', ' ']).next().unwrap_or_default();
+                proptest::prop_assert!(
+                    digits.bytes().any(|b| matches!(b, b'1'..=b'9')),
+                    "{} {} printed as {}", value, unit, text
+                );
+            }
+        }
     }
 
     fn partial(known: f64, reason: Option<&str>) -> MetricResult {
@@ -467,13 +904,30 @@ mod tests {
     fn metric_cells() {
         let complete = MetricResult::complete(-1_500.0, "FLOPs", "s", "m");
         assert_eq!(table_metric_cell(&complete), "-1,500");
-        assert_eq!(page_metric_cell(&complete), "-1,500.000 FLOPs");
+        assert_eq!(
+            page_metric_cell(&complete),
+            ("-1.500 kFLOPs".to_owned(), Some("-1,500 FLOPs".to_owned()))
+        );
         let partial_one = partial(2_000.0, None);
         assert_eq!(table_metric_cell(&partial_one), ">=2,000");
-        assert_eq!(page_metric_cell(&partial_one), ">= 2,000.000 FLOPs");
+        assert_eq!(
+            page_metric_cell(&partial_one),
+            (">= 2.000 kFLOPs".to_owned(), Some("2,000 FLOPs".to_owned()))
+        );
+        let small = MetricResult::complete(448.0, "FLOPs", "s", "m");
+        assert_eq!(page_metric_cell(&small), ("448 FLOPs".to_owned(), None));
+        assert_eq!(
+            readable_metric_text(&partial(1_048_576.0, Some("no formula for aten::foo"))),
+            "partial, at least 1.049 MFLOPs (1,048,576 FLOPs) (no formula for aten::foo)"
+        );
+        assert_eq!(readable_metric(&small), ("448 FLOPs".to_owned(), None));
         let unavailable = MetricResult::unavailable("FLOPs", "s", "m", "no formula");
         assert_eq!(table_metric_cell(&unavailable), "-");
-        assert_eq!(page_metric_cell(&unavailable), "-");
+        assert_eq!(page_metric_cell(&unavailable), ("-".to_owned(), None));
+        assert_eq!(
+            readable_metric(&unavailable),
+            ("unavailable (no formula)".to_owned(), None)
+        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod files;
 pub mod format;
 #[doc(hidden)]
 pub mod fuzz_targets;
+pub mod parameter_totals;
 pub mod problem;
 pub mod read;
 pub mod receptive_field;

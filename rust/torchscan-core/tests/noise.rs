@@ -177,7 +177,7 @@ fn the_summary_and_the_page_show_the_noise_metrics_and_the_diagnostic() {
         "Involuntary context switches",
         "37",
         "CPU frequency",
-        "2,600 MHz",
+        "2.600 GHz",
     ] {
         assert!(section.contains(text), "{text} missing from {section}");
     }

@@ -70,6 +70,9 @@ static LAYER: Template = Template::new(&[
 /// The keys of a layer's own parameters.
 static PARAMETERS: Template = Template::new(&["trainable", "frozen", "bytes", "shared"]);
 
+/// The keys of the parameters under a module with children.
+static TOTAL: Template = Template::new(&["trainable", "frozen", "bytes"]);
+
 /// The keys of a layer's own buffers.
 static BUFFERS: Template = Template::new(&["elements", "bytes", "shared"]);
 
@@ -444,7 +447,8 @@ impl Assembler {
     /// order they ran), the estimates, receptive fields (seeded at the model inputs'
     /// `(id, ndim)`, `seeds`) and operator figures are worked out; without one (structure mode)
     /// they are not requested. `own` holds each recorded module's own parameters and buffers,
-    /// counted at the first layer that holds them.
+    /// counted at the first layer that holds them, and the parameters under each module with
+    /// children, which its layers give as `parameters["total"]`.
     #[pyo3(signature = (recorder, own, *, log = None, seeds = Vec::new()))]
     fn assemble<'py>(
         &self,
@@ -684,6 +688,13 @@ fn assemble<'py>(
         parameters.set_item(intern!(py, "frozen"), frozen)?;
         parameters.set_item(intern!(py, "bytes"), parameter_bytes)?;
         parameters.set_item(intern!(py, "shared"), parameters_shared)?;
+        if let Some(Some(under)) = own.totals.get(node.module) {
+            let total = TOTAL.dict(py)?;
+            total.set_item(intern!(py, "trainable"), under.trainable)?;
+            total.set_item(intern!(py, "frozen"), under.frozen)?;
+            total.set_item(intern!(py, "bytes"), under.bytes)?;
+            parameters.set_item(intern!(py, "total"), total)?;
+        }
         layer.set_item(intern!(py, "parameters"), parameters)?;
         let buffers = BUFFERS.dict(py)?;
         buffers.set_item(intern!(py, "elements"), buffer_elements)?;

@@ -12,7 +12,8 @@
 //! - [`operator_record`]: one executed operator as the log keeps it;
 //! - [`flop_ledger`]: what the operators of a counted workload came to (`measure_flops` and
 //!   `OperatorFlopCounter` count through the same dispatch recorder);
-//! - [`storage`]: a model's parameters and buffers, each module's own and the storage totals;
+//! - [`storage`]: a model's parameters and buffers, each module's own, the storage totals and
+//!   the parameters under each module with children;
 //! - [`receptive_fields`]: receptive fields replayed along the operator log;
 //! - [`assembly`]: the layers, the module estimates and the operator views of the report;
 //! - [`template`]: report dicts made as copies of a template.

@@ -1,4 +1,5 @@
-//! A model's parameters and buffers, read once: each module's own counts and the storage totals.
+//! A model's parameters and buffers, read once: each module's own counts, the storage totals
+//! and the parameters under each module with children.
 //!
 //! Tensors are counted by the storage they cover ([`torchscan_core::coverage`]): the same
 //! tensor under two names, or views that overlap in one storage (a transposed tie), count each
@@ -11,6 +12,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString, PyTuple};
 use torchscan_core::coverage::{View, cover};
+use torchscan_core::parameter_totals::{ParameterCount, module_children, totals_under};
 
 /// What [`walk_storage`] found: each module's own tensors, the storage totals of distinct
 /// tensors (every storage element counted once) and the ties.
@@ -306,6 +308,9 @@ fn read_tensor(tensor: &Bound<'_, PyAny>, parameter: bool) -> PyResult<OwnTensor
 #[pyclass(module = "torchscan._core", frozen)]
 pub struct OwnStorage {
     pub(crate) modules: Vec<Vec<OwnTensor>>,
+    /// The parameters under each module with children, by module path (see
+    /// [`totals_under`]); `None` for the others.
+    pub(crate) totals: Vec<Option<ParameterCount>>,
 }
 
 impl OwnStorage {
@@ -380,24 +385,38 @@ fn named_identities<'py>(named_modules: &Bound<'py, PyList>) -> PyResult<Vec<(St
 /// Walks `named_modules` (`(path, module)` pairs, a module listed under each of its paths).
 ///
 /// Returns the own parameters and buffers of every module, in the order modules are first
-/// listed; the storage totals, every storage element counted once (at the first tensor that
+/// listed, with the parameters under each module with children (by module path, each storage
+/// element once); the storage totals, every storage element counted once (at the first tensor that
 /// covers it, in that order); and the ties: tensors reachable under more than one name, and
 /// tensors that overlap in one storage.
 #[pyfunction]
 fn walk_storage<'py>(py: Python<'py>, named_modules: &Bound<'py, PyList>) -> PyResult<StorageWalk> {
-    let mut seen_modules: HashSet<usize> = HashSet::new();
+    // Each module's position in `own`, by identity.
+    let mut seen_modules: HashMap<usize, usize> = HashMap::new();
     let mut own: Vec<Vec<OwnTensor>> = Vec::new();
     // Every distinct tensor, in order, with where it is listed in `own`.
     let mut distinct: Vec<(Bound<'py, PyAny>, usize, usize)> = Vec::new();
-    let mut seen_tensors: HashSet<usize> = HashSet::new();
+    // Each distinct tensor's position in `distinct`, by identity.
+    let mut seen_tensors: HashMap<usize, usize> = HashMap::new();
+    // Per module, the positions of its tensors in `distinct`; and every `(path, module)` pair.
+    let mut positions: Vec<Vec<usize>> = Vec::new();
+    let mut listing: Vec<(Bound<'py, PyString>, usize)> = Vec::with_capacity(named_modules.len());
     let mut listed_again = false;
     for pair in named_modules.iter() {
-        let module = pair.cast::<PyTuple>()?.get_item(1)?;
-        if !seen_modules.insert(module.as_ptr() as usize) {
+        let pair = pair.cast::<PyTuple>()?;
+        let module = pair.get_item(1)?;
+        let index = *seen_modules
+            .entry(module.as_ptr() as usize)
+            .or_insert(own.len());
+        if let Ok(path) = pair.get_item(0)?.cast_into::<PyString>() {
+            listing.push((path, index));
+        }
+        if index < own.len() {
             listed_again = true; // its tensors are reachable under another name
             continue;
         }
         let mut tensors = Vec::new();
+        let mut module_positions = Vec::new();
         for (parameter, name) in [
             (true, intern!(py, "_parameters")),
             (false, intern!(py, "_buffers")),
@@ -412,15 +431,18 @@ fn walk_storage<'py>(py: Python<'py>, named_modules: &Bound<'py, PyList>) -> PyR
                     continue;
                 }
                 let read = read_tensor(&tensor, parameter)?;
-                if seen_tensors.insert(read.identity) {
+                let position = *seen_tensors.entry(read.identity).or_insert(distinct.len());
+                if position == distinct.len() {
                     distinct.push((tensor, own.len(), tensors.len()));
                 } else {
                     listed_again = true;
                 }
+                module_positions.push(position);
                 tensors.push(read);
             }
         }
         own.push(tensors);
+        positions.push(module_positions);
     }
     // Storages that several distinct tensors view: those tensors, and any that is not
     // contiguous, are counted by the storage they cover.
@@ -472,7 +494,68 @@ fn walk_storage<'py>(py: Python<'py>, named_modules: &Bound<'py, PyList>) -> PyR
     } else {
         Vec::new()
     };
-    sums.into_walk(py, OwnStorage { modules: own }, ties)
+    let shared_storage = viewers.values().any(|&count| count > 1);
+    let totals = parameters_under(&listing, &positions, &order, &counted, shared_storage);
+    drop(order);
+    sums.into_walk(
+        py,
+        OwnStorage {
+            modules: own,
+            totals,
+        },
+        ties,
+    )
+}
+
+/// What `counted` tensors add to a count of parameters: elements by whether they require grad,
+/// and bytes; nothing for a buffer.
+fn parameter_count(tensor: &OwnTensor, counted: &Counted) -> ParameterCount {
+    match (tensor.parameter, tensor.trainable) {
+        (false, _) => ParameterCount::default(),
+        (true, true) => ParameterCount {
+            trainable: counted.elements,
+            frozen: 0,
+            bytes: counted.bytes,
+        },
+        (true, false) => ParameterCount {
+            trainable: 0,
+            frozen: counted.elements,
+            bytes: counted.bytes,
+        },
+    }
+}
+
+/// The parameters under each module with children ([`totals_under`]): `listing` pairs every
+/// path with its module's position, `positions` gives each module's tensors as positions in
+/// `order` (every distinct tensor, counted as the model's totals count them: `counted`).
+/// Without `shared_storage` a module's total adds up what its tensors add to the model's;
+/// otherwise the tensors under it are counted together, each storage element once.
+fn parameters_under(
+    listing: &[(Bound<'_, PyString>, usize)],
+    positions: &[Vec<usize>],
+    order: &[&OwnTensor],
+    counted: &[Counted],
+    shared_storage: bool,
+) -> Vec<Option<ParameterCount>> {
+    // A path that is not valid text (never a module attribute's name) hangs from nothing.
+    let paths: Vec<(&str, usize)> = listing
+        .iter()
+        .filter_map(|(path, module)| Some((path.to_str().ok()?, *module)))
+        .collect();
+    let children = module_children(&paths, positions.len());
+    let alone: Vec<ParameterCount> = order
+        .iter()
+        .zip(counted)
+        .map(|(tensor, found)| parameter_count(tensor, found))
+        .collect();
+    totals_under(&children, positions, &alone, shared_storage, |under| {
+        let tensors: Vec<&OwnTensor> = under.iter().map(|&position| order[position]).collect();
+        let mut total = ParameterCount::default();
+        for (tensor, found) in tensors.iter().zip(count_once(&tensors)) {
+            total.add(&parameter_count(tensor, &found));
+        }
+        total
+    })
 }
 
 /// The groups of tensors counted once: distinct tensors (`order`, as [`count_once`] counted

@@ -21,6 +21,13 @@ fn _core(module: &Bound<'_, PyModule>) -> PyResult<()> {
         "READABLE_SCHEMA_VERSIONS",
         torchscan_core::schema::common::READABLE_SCHEMA_VERSIONS.to_vec(),
     )?;
+    module.add(
+        "SUMMARY_COLUMNS",
+        torchscan_core::summary::COLUMN_NAMES
+            .iter()
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>(),
+    )?;
     errors::register(module)?;
     functions::register(module)?;
     files::register(module)?;

@@ -42,7 +42,7 @@ pub const MAX_INPUT_BYTES_VARIABLE: &str = "TORCHSCAN_MAX_INPUT_BYTES";
 
 /// Validate, summarise, compare, render and describe saved torchscan reports.
 #[derive(Debug, Parser)]
-#[command(name = "torchscan-report", version, after_help = help::MAIN)]
+#[command(name = "torchscan-report", version, propagate_version = true, after_help = help::MAIN)]
 pub struct Cli {
     /// Refuse an input longer than this many bytes (default 1073741824, 1 GiB; also
     /// TORCHSCAN_MAX_INPUT_BYTES); no more than one byte past it is ever read.
@@ -57,28 +57,28 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check reports against schema version 1 and its invariants; print one line per problem.
-    #[command(after_help = help::VALIDATE)]
+    #[command(display_name = "torchscan-report", after_help = help::VALIDATE)]
     Validate {
         /// Report files (`-` reads standard input).
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
     /// Print the text summary of a report.
-    #[command(after_help = help::SUMMARY)]
+    #[command(display_name = "torchscan-report", after_help = help::SUMMARY)]
     Summary {
         /// Report file (`-` reads standard input).
         #[arg(value_name = "FILE")]
         file: PathBuf,
     },
     /// Print the JSON Schema of report schema version 1.
-    #[command(after_help = help::SCHEMA)]
+    #[command(display_name = "torchscan-report", after_help = help::SCHEMA)]
     Schema,
     /// Compare two analysis reports of a model: totals, and layers added, removed and changed.
     ///
     /// Both reports must be valid `analysis` reports of one schema version, made in the same
     /// analysis mode with the same estimate methods; otherwise nothing is written and the exit
     /// code is 1.
-    #[command(after_help = help::DIFF)]
+    #[command(display_name = "torchscan-report", after_help = help::DIFF)]
     Diff {
         /// The analysis before the change (`-` reads standard input).
         #[arg(value_name = "BEFORE")]
@@ -100,10 +100,10 @@ pub enum Command {
     /// The same comparison as `torchscan.compare_benchmarks`, with the same defaults. Both reports
     /// must be valid `benchmark` reports of the same work per call; otherwise nothing is written
     /// and the exit code is 1.
-    #[command(after_help = help::COMPARE)]
+    #[command(display_name = "torchscan-report", after_help = help::COMPARE)]
     Compare(CompareArgs),
     /// Render a report as one self-contained HTML page (inline CSS, no script, no external request).
-    #[command(after_help = help::RENDER)]
+    #[command(display_name = "torchscan-report", after_help = help::RENDER)]
     Render {
         /// Report file (`-` reads standard input).
         #[arg(value_name = "FILE")]

@@ -828,3 +828,22 @@ fn schema_writes_nothing_on_stderr() {
     let value: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON");
     assert!(value.is_object());
 }
+
+#[test]
+fn every_command_prints_the_same_version_line() {
+    let expected = format!("torchscan-report {}\n", env!("CARGO_PKG_VERSION"));
+    for command in [
+        None,
+        Some("validate"),
+        Some("summary"),
+        Some("schema"),
+        Some("diff"),
+        Some("compare"),
+        Some("render"),
+    ] {
+        let args: Vec<&str> = command.into_iter().chain(["--version"]).collect();
+        let output = run(&args, None);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        assert_eq!(stdout(&output), expected, "{args:?}");
+    }
+}

@@ -4,10 +4,15 @@
 use std::fmt::Write as _;
 
 use super::analysis::operator_flops_section;
-use super::{AxisLabel, Chart, Page, Point, Row, Section, Table, card, fact};
+use super::{
+    AxisLabel, Chart, Fact, Page, Point, Row, Section, Table, card, fact, number_fact,
+    optional_number,
+};
 
-use crate::format::{display_number, float_count_text, group_thousands, noise_label, serde_name};
-use crate::schema::benchmark::BenchmarkReport;
+use crate::format::{
+    exact_number, float_count_text, noise_label, readable_number, readable_with_exact, serde_name,
+};
+use crate::schema::benchmark::{BenchmarkReport, ProfilerTrace};
 use crate::schema::peak_memory::PeakMemoryReport;
 use crate::stats;
 
@@ -105,16 +110,17 @@ fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
         .zip(label_y)
         .map(|((name, v), y)| AxisLabel {
             y: coordinate(y),
-            text: format!("{name} {}", display_number(v, "s")),
+            text: format!("{name} {}", readable_number(v, "s")),
+            title: Some(exact_number(v, "s")),
         })
         .collect();
     let mut caption = format!(
         "{} timed blocks of {} calls: per-call mean of each block; median {}, IQR {} to {}",
         float_count_text(n as u64),
         float_count_text(timing.calls_per_block),
-        display_number(median, "s"),
-        display_number(q1, "s"),
-        display_number(q3, "s"),
+        readable_number(median, "s"),
+        readable_number(q1, "s"),
+        readable_number(q3, "s"),
     );
     if clipped > 0 {
         let _ = write!(
@@ -122,7 +128,7 @@ fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
             "; {} slower block{} (up to {}) drawn hollow at the top edge",
             float_count_text(clipped as u64),
             if clipped == 1 { "" } else { "s" },
-            display_number(slowest, "s"),
+            readable_number(slowest, "s"),
         );
     }
     Some(Chart {
@@ -147,10 +153,7 @@ pub(super) fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
     if let Some(name) = &w.name {
         facts.push(fact("Workload", name.clone()));
     }
-    facts.push(fact(
-        "Work per call",
-        format!("{} {}", group_thousands(w.work_units, 3), w.work_unit),
-    ));
+    facts.push(number_fact("Work per call", w.work_units, &w.work_unit));
     facts.push(fact(
         "Passes",
         report
@@ -167,10 +170,7 @@ pub(super) fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
             "Calls per block",
             float_count_text(timing.calls_per_block),
         ));
-        facts.push(fact(
-            "Timer overhead",
-            display_number(timing.timer_overhead_s, "s"),
-        ));
+        facts.push(number_fact("Timer overhead", timing.timer_overhead_s, "s"));
     }
     page.sections.push(Section {
         title: "Latency".to_owned(),
@@ -223,46 +223,108 @@ pub(super) fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
         }),
     }
     let p = &report.profiler;
+    let mut facts = vec![
+        fact("Status", p.status.as_str()),
+        fact("Reason", p.reason.clone().unwrap_or_else(|| "-".to_owned())),
+        fact("Method", p.method.clone()),
+        fact("Scope", p.scope.clone()),
+        fact(
+            "Calls",
+            match (p.calls, p.requested_calls) {
+                (Some(calls), Some(requested)) if calls < requested => format!(
+                    "{} of {} requested (the time budget stopped the pass)",
+                    float_count_text(calls),
+                    float_count_text(requested)
+                ),
+                (calls, _) => calls.map_or_else(|| "-".to_owned(), float_count_text),
+            },
+        ),
+    ];
+    if let Some(trace) = &p.trace {
+        facts.extend(trace_facts(trace));
+    }
     page.sections.push(Section {
         title: "Profiler".to_owned(),
         note: Some("A separate instrumented pass; times include instrumentation.".to_owned()),
-        facts: vec![
-            fact("Status", p.status.as_str()),
-            fact("Reason", p.reason.clone().unwrap_or_else(|| "-".to_owned())),
-            fact("Method", p.method.clone()),
-            fact("Scope", p.scope.clone()),
-            fact(
-                "Calls",
-                match (p.calls, p.requested_calls) {
-                    (Some(calls), Some(requested)) if calls < requested => format!(
-                        "{} of {} requested (the time budget stopped the pass)",
-                        float_count_text(calls),
-                        float_count_text(requested)
-                    ),
-                    (calls, _) => calls.map_or_else(|| "-".to_owned(), float_count_text),
-                },
-            ),
-        ],
+        facts,
         table: (!p.top_operators.is_empty()).then(|| Table {
             columns: vec!["Operator", "Calls", "Self time", "Total time"],
             numeric: vec![false, true, true, true],
             rows: p
                 .top_operators
                 .iter()
-                .map(|op| Row {
-                    indent: 0,
-                    cells: vec![
-                        op.operator.clone(),
-                        float_count_text(op.calls),
-                        display_number(op.self_time_s, "s"),
-                        display_number(op.total_time_s, "s"),
-                    ],
-                    bar: None,
+                .map(|op| {
+                    let (self_time, self_exact) = optional_number(Some(op.self_time_s), "s");
+                    let (total_time, total_exact) = optional_number(Some(op.total_time_s), "s");
+                    Row {
+                        indent: 0,
+                        cells: vec![
+                            op.operator.clone(),
+                            float_count_text(op.calls),
+                            self_time,
+                            total_time,
+                        ],
+                        titles: vec![None, None, self_exact, total_exact],
+                        bar: None,
+                    }
                 })
                 .collect(),
         }),
         ..Section::default()
     });
+}
+
+/// The kept trace: a link to the file (its path as the text), what it is and what it covers.
+fn trace_facts(trace: &ProfilerTrace) -> [Fact; 3] {
+    [
+        Fact {
+            label: "Trace".to_owned(),
+            value: trace.path.clone(),
+            href: Some(file_href(&trace.path)),
+            title: None,
+        },
+        fact(
+            "Trace file",
+            format!(
+                "{}, {}; open it in Perfetto (ui.perfetto.dev) or chrome://tracing",
+                trace.format.describe(),
+                readable_with_exact(trace.bytes as f64, "B")
+            ),
+        ),
+        fact(
+            "Trace scope",
+            format!(
+                "{}; instrumented, so its times are slower than the timed blocks'",
+                trace.scope
+            ),
+        ),
+    ]
+}
+
+/// The link target of a file path: every byte but unreserved URL characters and `/`
+/// percent-encoded, so no part of a path can read as a scheme (`javascript:`), a query, a
+/// fragment or a host; an absolute path becomes a `file:` URL, a relative one stays relative
+/// (to the page, as the path was to the directory the measurement ran in).
+fn file_href(path: &str) -> String {
+    let mut href = String::with_capacity(path.len() + 8);
+    let relative = match path.strip_prefix('/') {
+        Some(_) => {
+            href.push_str("file:///");
+            path.trim_start_matches('/')
+        }
+        None => path,
+    };
+    for byte in relative.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                href.push(char::from(byte));
+            }
+            _ => {
+                let _ = write!(href, "%{byte:02X}");
+            }
+        }
+    }
+    href
 }
 
 pub(super) fn peak_memory_page(page: &mut Page, report: &PeakMemoryReport) {
@@ -286,6 +348,27 @@ pub(super) fn peak_memory_page(page: &mut Page, report: &PeakMemoryReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trace_path_links_without_a_scheme_a_host_or_a_query() {
+        assert_eq!(file_href("traces/linear.json"), "traces/linear.json");
+        assert_eq!(file_href("/tmp/run 1/t.json"), "file:///tmp/run%201/t.json");
+        // `//host/x` names the same file as `/host/x` on Linux, never a host.
+        assert_eq!(
+            file_href("//evil.example/t.json"),
+            "file:///evil.example/t.json"
+        );
+        assert_eq!(
+            file_href("javascript:alert(1)"),
+            "javascript%3Aalert%281%29"
+        );
+        assert_eq!(file_href("a?b#c%d\\"), "a%3Fb%23c%25d%5C");
+        assert_eq!(file_href("\"a\"<b>&"), "%22a%22%3Cb%3E%26");
+        assert_eq!(
+            file_href("caf\u{e9}\u{202e}.json"),
+            "caf%C3%A9%E2%80%AE.json"
+        );
+    }
 
     #[test]
     fn labels_keep_apart_and_inside_the_chart() {

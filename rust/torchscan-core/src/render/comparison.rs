@@ -3,7 +3,7 @@
 
 use super::{Banner, Page, Row, Section, Table, contexts_section, fact, optional_number};
 
-use crate::format::{float_count_text, group_thousands, serde_name, verdict_words};
+use crate::format::{float_count_text, group_thousands, grown_decimals, serde_name, verdict_words};
 use crate::schema::common::Context;
 use crate::schema::comparison::{BenchmarkComparisonReport, CheckStatus, DeltaStatus, Verdict};
 
@@ -78,20 +78,23 @@ pub(super) fn comparison_page(page: &mut Page, report: &BenchmarkComparisonRepor
             let withheld = d.status == DeltaStatus::Withheld;
             let shown = |v: Option<f64>| {
                 if withheld {
-                    "withheld".to_owned()
+                    ("withheld".to_owned(), None)
                 } else {
                     optional_number(v, &d.unit)
                 }
             };
-            let ratio = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |r| format!("{r:.3}"));
+            let (baseline, baseline_exact) = shown(d.baseline);
+            let (candidate, candidate_exact) = shown(d.candidate);
+            let (delta, delta_exact) = shown(d.delta);
+            let ratio = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |r| grown_decimals(r, 3));
             Row {
                 indent: 0,
                 cells: vec![
                     d.metric.clone(),
                     serde_name(&d.status),
-                    shown(d.baseline),
-                    shown(d.candidate),
-                    shown(d.delta),
+                    baseline,
+                    candidate,
+                    delta,
                     if withheld {
                         "withheld".to_owned()
                     } else {
@@ -107,6 +110,7 @@ pub(super) fn comparison_page(page: &mut Page, report: &BenchmarkComparisonRepor
                     d.reason.clone().unwrap_or_default(),
                     d.method.clone().unwrap_or_default(),
                 ],
+                titles: vec![None, None, baseline_exact, candidate_exact, delta_exact],
                 bar: None,
             }
         })

@@ -21,6 +21,7 @@ where
                 type_name.to_owned(),
                 changes,
             ],
+            titles: Vec::new(),
             bar: None,
         })
         .collect()
@@ -47,17 +48,23 @@ pub(super) fn diff_page(page: &mut Page, report: &ReportDiffReport) {
             numeric: vec![false, false, true, true, true, false],
             rows: ordered_totals(&report.totals)
                 .into_iter()
-                .map(|(name, t)| Row {
-                    indent: 0,
-                    cells: vec![
-                        name.to_owned(),
-                        t.status.as_str().to_owned(),
-                        optional_number(t.before.value, &t.unit),
-                        optional_number(t.after.value, &t.unit),
-                        optional_number(t.delta, &t.unit),
-                        t.reason.clone().unwrap_or_default(),
-                    ],
-                    bar: None,
+                .map(|(name, t)| {
+                    let (before, before_exact) = optional_number(t.before.value, &t.unit);
+                    let (after, after_exact) = optional_number(t.after.value, &t.unit);
+                    let (delta, delta_exact) = optional_number(t.delta, &t.unit);
+                    Row {
+                        indent: 0,
+                        cells: vec![
+                            name.to_owned(),
+                            t.status.as_str().to_owned(),
+                            before,
+                            after,
+                            delta,
+                            t.reason.clone().unwrap_or_default(),
+                        ],
+                        titles: vec![None, None, before_exact, after_exact, delta_exact],
+                        bar: None,
+                    }
                 })
                 .collect(),
         }),

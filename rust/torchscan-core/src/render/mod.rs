@@ -19,7 +19,10 @@ use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior, Value};
 use serde::Serialize;
 
-use crate::format::{display_number, display_path, or_unknown, serde_name, threads_text};
+use crate::format::{
+    display_path, exact_number, or_unknown, readable_metric, readable_number, serde_name,
+    threads_text,
+};
 use crate::problem::Problem;
 use crate::read::read_report;
 use crate::schema::Report;
@@ -151,6 +154,10 @@ struct Page {
 struct Fact {
     label: String,
     value: String,
+    /// A link target: the value is shown as a link to it.
+    href: Option<String>,
+    /// The exact value of a number shown rounded, as the element's `title`.
+    title: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -191,6 +198,8 @@ struct Card {
     label: String,
     status: &'static str,
     value: String,
+    /// The exact value of a number shown rounded, as the element's `title`.
+    title: Option<String>,
     reason: Option<String>,
     method: String,
     scope: String,
@@ -208,6 +217,9 @@ struct Row {
     /// Indentation of the first cell, in em.
     indent: u64,
     cells: Vec<String>,
+    /// The exact values of cells shown rounded, by cell position, as their `title`s; shorter than
+    /// `cells` (often empty) when the cells past it have none.
+    titles: Vec<Option<String>>,
     /// A share bar after the last cell, as a CSS width percentage.
     bar: Option<String>,
 }
@@ -240,6 +252,8 @@ struct Point {
 struct AxisLabel {
     y: String,
     text: String,
+    /// The exact value, as the label's SVG `<title>`.
+    title: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -256,29 +270,58 @@ fn fact(label: &str, value: impl Into<String>) -> Fact {
     Fact {
         label: label.to_owned(),
         value: value.into(),
+        href: None,
+        title: None,
     }
 }
 
-fn optional_number(value: Option<f64>, unit: &str) -> String {
-    value.map_or_else(|| "-".to_owned(), |v| display_number(v, unit))
+/// A fact whose value is a number: shown as people read it, its exact value as the `title`.
+fn number_fact(label: &str, value: f64, unit: &str) -> Fact {
+    let readable = readable_number(value, unit);
+    let exact = exact_number(value, unit);
+    Fact {
+        title: (exact != readable).then_some(exact),
+        ..fact(label, readable)
+    }
+}
+
+/// A fact whose value is a metric: shown as people read it, its exact value as the `title`.
+fn metric_fact(label: &str, metric: &MetricResult) -> Fact {
+    let (value, title) = readable_metric(metric);
+    Fact {
+        title,
+        ..fact(label, value)
+    }
+}
+
+/// A number as people read it, `-` when absent; with its exact value when that differs.
+fn optional_number(value: Option<f64>, unit: &str) -> (String, Option<String>) {
+    match value {
+        Some(v) => {
+            let readable = readable_number(v, unit);
+            let exact = exact_number(v, unit);
+            let title = (exact != readable).then_some(exact);
+            (readable, title)
+        }
+        None => ("-".to_owned(), None),
+    }
 }
 
 fn card(label: &str, metric: &MetricResult) -> Card {
-    let (value, reason) = match (metric.status, metric.value, metric.known_value) {
-        (MetricStatus::Complete, Some(value), _) => {
-            (display_number(value, &metric.unit), metric.reason.clone())
+    let (value, title) = match (metric.status, metric.value, metric.known_value) {
+        (MetricStatus::Complete, Some(value), _) => optional_number(Some(value), &metric.unit),
+        (MetricStatus::Partial, _, Some(known)) => {
+            let (value, title) = optional_number(Some(known), &metric.unit);
+            (format!("at least {value}"), title)
         }
-        (MetricStatus::Partial, _, Some(known)) => (
-            format!("at least {}", display_number(known, &metric.unit)),
-            metric.reason.clone(),
-        ),
-        (status, _, _) => (status.as_str().to_owned(), metric.reason.clone()),
+        (status, _, _) => (status.as_str().to_owned(), None),
     };
     Card {
         label: label.to_owned(),
         status: metric.status.as_str(),
         value,
-        reason,
+        title,
+        reason: metric.reason.clone(),
         method: metric.method.clone(),
         scope: metric.scope.clone(),
     }

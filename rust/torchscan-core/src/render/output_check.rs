@@ -54,6 +54,7 @@ pub(super) fn output_check_page(page: &mut Page, report: &OutputCheckReport) {
                     .map(|d| Row {
                         indent: 0,
                         cells: vec![d.path.clone(), d.baseline.clone(), d.candidate.clone()],
+                        titles: Vec::new(),
                         bar: None,
                     })
                     .collect(),
@@ -100,6 +101,7 @@ pub(super) fn output_check_page(page: &mut Page, report: &OutputCheckReport) {
                         optional_error(leaf.max_abs_error),
                         optional_error(leaf.max_rel_error),
                     ],
+                    titles: Vec::new(),
                     bar: None,
                 })
                 .collect(),

@@ -51,6 +51,15 @@ pub struct AnalysisTotals {
     pub macs: MetricResult,
     /// Sum of module memory-access estimates (unit `DMAs`).
     pub dmas: MetricResult,
+    /// Bytes of the tensors among the forward's inputs, positional and keyword, nested ones
+    /// included: elements times element size of each (unit `B`; torchinfo's "Input size").
+    /// Absent in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_bytes: Option<MetricResult>,
+    /// PyTorch's tensor memory peak of a second evaluation forward, measured when asked for
+    /// (`tensor_memory=True`; unit `B`), where torchinfo estimates one. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_memory_peak: Option<MetricResult>,
 }
 
 /// Receptive field, effective stride and padding per spatial dimension along convolution chains.
@@ -122,6 +131,26 @@ pub struct LayerParameters {
     /// module holding the same tensor or a view overlapping its storage, or an earlier call of
     /// this module).
     pub shared: bool,
+    /// The parameters under the module: its own and those of every module under it by module
+    /// path, called in the forward or not, each storage element once. Present on layers of
+    /// modules with child modules (a leaf's total is its own count); absent in reports written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<ParameterTotal>,
+}
+
+/// The parameters under a module with children: the distinct storage covered by the parameters
+/// of the module and of every module under it, each element once (as the model's totals count
+/// them; the root's total is the model's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ParameterTotal {
+    /// Elements of those parameters that require grad.
+    pub trainable: u64,
+    /// Elements of those parameters that do not require grad.
+    pub frozen: u64,
+    /// Bytes of their storage, each byte once.
+    pub bytes: u64,
 }
 
 /// A layer's own buffers: counted at the first layer that holds them.
@@ -180,7 +209,8 @@ pub struct Layer {
     pub input: CallArguments,
     /// Output metadata.
     pub output: ValueMeta,
-    /// The module's own parameters (not its children's), counted once.
+    /// The module's own parameters (not its children's), counted once, and for a module with
+    /// children the total under it.
     pub parameters: LayerParameters,
     /// The module's own buffers (not its children's), counted once.
     pub buffers: LayerBuffers,
@@ -188,6 +218,11 @@ pub struct Layer {
     pub metrics: LayerMetrics,
     /// Receptive field at this layer's output.
     pub receptive_field: ReceptiveField,
+    /// The kernel size of a convolution or pooling module, as the module holds it (one number
+    /// per spatial dimension, or one for all); absent for other modules and in reports written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_size: Option<Vec<u64>>,
 }
 
 /// The report of `crawl_module` and `summary`.

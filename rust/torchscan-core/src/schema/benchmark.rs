@@ -178,6 +178,52 @@ pub struct ProfilerPass {
     pub requested_calls: Option<u64>,
     /// Top operators by self time, descending.
     pub top_operators: Vec<ProfiledOperator>,
+    /// The pass's trace, kept in a file (`profiler_trace`); absent when none was asked for or
+    /// none was written, and in reports written before traces were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<ProfilerTrace>,
+}
+
+/// The file format of a kept profiler trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TraceFormat {
+    /// Chrome trace event JSON, as `torch.profiler`'s `export_chrome_trace` writes it; Perfetto
+    /// (ui.perfetto.dev) and `chrome://tracing` open it.
+    ChromeTrace,
+    /// The same JSON, gzip-compressed (a path ending in `.gz`); Perfetto opens it as it is.
+    ChromeTraceGzip,
+}
+
+impl TraceFormat {
+    /// The format in words, for people.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TraceFormat::ChromeTrace => "Chrome trace event JSON",
+            TraceFormat::ChromeTraceGzip => "gzip-compressed Chrome trace event JSON",
+        }
+    }
+}
+
+/// The profiler pass's trace, written to a file the caller named (`profiler_trace`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProfilerTrace {
+    /// The file, as the caller named it; a relative path is relative to the working directory
+    /// of the process that measured.
+    pub path: String,
+    /// The file format: `chrome_trace`, or `chrome_trace_gzip` exactly when `path` ends in `.gz`.
+    pub format: TraceFormat,
+    /// Which calls the trace covers.
+    pub scope: String,
+    /// Calls the trace covers: the pass's `calls`, or fewer when a profiler session could not
+    /// be exported (a `profiler_failed` warning says so).
+    pub calls: u64,
+    /// Always true: the trace was recorded under the profiler's instrumentation, so its times are
+    /// slower than the timed blocks' and are not the benchmark's latency.
+    pub instrumented: bool,
+    /// Size of the file written, in bytes.
+    pub bytes: u64,
 }
 
 /// The report of `measure_workload`.

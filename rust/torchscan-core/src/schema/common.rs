@@ -319,7 +319,7 @@ pub enum DiagnosticCode {
     ChildProcessFailed,
     /// The child process for process RSS exceeded its time limit.
     ChildProcessTimeout,
-    /// The profiler pass failed or was cut short.
+    /// The profiler pass failed or was cut short, or its trace was not written whole.
     ProfilerFailed,
     /// Compared reports differ in device, threads, dtypes, versions or flags.
     ContextMismatch,

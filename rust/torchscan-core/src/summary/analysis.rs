@@ -1,13 +1,16 @@
 //! Text of analysis and FLOP reports: the layer table and the operator breakdown.
 
+use std::collections::BTreeMap;
+
+use super::columns::{Column, DEFAULT_COLUMNS};
 use super::{SummaryOptions, push_diagnostics, push_line};
 
 use crate::format::{
-    float_count_text, format_metric, group_thousands, mode_word, shape_text, table_metric_cell,
-    threads_text,
+    exact_number, float_count_text, group_thousands, mode_word, readable_metric,
+    readable_metric_text, shape_text, table_metric_cell, threads_text,
 };
-use crate::schema::analysis::AnalysisReport;
-use crate::schema::common::MetricStatus;
+use crate::schema::analysis::{AnalysisReport, Layer, LayerParameters};
+use crate::schema::common::{MetricResult, MetricStatus};
 use crate::schema::flops::{FlopReport, OperatorFlops, class_name};
 
 /// A receptive-field quantity as a table cell: one number when every spatial dimension has the
@@ -29,6 +32,120 @@ fn field_cell(status: MetricStatus, values: Option<&[f64]>) -> String {
         MetricStatus::Complete => text,
         MetricStatus::Partial => format!(">={text}"),
         MetricStatus::Unavailable => "-".to_owned(),
+    }
+}
+
+/// The line under the layer table that says what parentheses in Params and Trainable mean.
+const PARAMETER_TOTAL_LEGEND: &str =
+    "(n) = all parameters under the module, submodules included (each storage element once)";
+
+/// The Params and Trainable cells of a layer: the total under a module with children in
+/// parentheses, else its own count. With parentheses in the table (`marked`), a space after a
+/// plain count keeps its digits under theirs.
+fn parameter_cells(parameters: &LayerParameters, marked: bool) -> [String; 2] {
+    if let Some(total) = &parameters.total {
+        return [
+            format!(
+                "({})",
+                float_count_text(total.trainable.saturating_add(total.frozen))
+            ),
+            format!("({})", float_count_text(total.trainable)),
+        ];
+    }
+    let space = if marked { " " } else { "" };
+    [
+        format!(
+            "{}{space}",
+            float_count_text(parameters.trainable.saturating_add(parameters.frozen))
+        ),
+        format!("{}{space}", float_count_text(parameters.trainable)),
+    ]
+}
+
+/// The line under the layer table that says what the operator FLOPs column holds.
+const OPERATOR_FLOPS_LEGEND: &str = "Op FLOPs: operators run inside the module over all its calls, children included, shown at its first call";
+
+/// The shapes of a call's arguments: `[1, 3, 32, 32]`, `[2, 4], mask=[2, 4]`; `-` for none.
+fn input_shapes(layer: &Layer) -> String {
+    let shapes: Vec<String> = layer
+        .input
+        .args
+        .iter()
+        .map(shape_text)
+        .chain(
+            layer
+                .input
+                .kwargs
+                .iter()
+                .map(|(name, meta)| format!("{name}={}", shape_text(meta))),
+        )
+        .collect();
+    if shapes.is_empty() {
+        "-".to_owned()
+    } else {
+        shapes.join(", ")
+    }
+}
+
+/// A layer's parameters as a share of the model's, in percent with one decimal (`12.5%`); in
+/// parentheses where the total under a module is shown; `-` when the model has none.
+fn share_cell(parameters: &LayerParameters, model: Option<f64>, marked: bool) -> String {
+    let Some(model) = model.filter(|model| *model > 0.0) else {
+        return "-".to_owned();
+    };
+    let (count, in_parentheses) = match &parameters.total {
+        Some(total) => (total.trainable.saturating_add(total.frozen), true),
+        None => (
+            parameters.trainable.saturating_add(parameters.frozen),
+            false,
+        ),
+    };
+    let share = count as f64 / model * 100.0;
+    // A nonzero share never prints as 0.0%.
+    let text = if share > 0.0 && share < 0.05 {
+        "<0.1%".to_owned()
+    } else {
+        format!("{share:.1}%")
+    };
+    if in_parentheses {
+        format!("({text})")
+    } else if marked {
+        format!("{text} ")
+    } else {
+        text
+    }
+}
+
+/// A kernel size: `3x3`, one number when the module holds one (`2`); `-` for none.
+fn kernel_cell(kernel: Option<&[u64]>) -> String {
+    match kernel {
+        Some(sizes) if !sizes.is_empty() => sizes
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join("x"),
+        _ => "-".to_owned(),
+    }
+}
+
+/// `Parameters: 11.69 M (11,689,512; trainable 11,689,512, frozen 0)`: the total as people read
+/// it, the exact counts beside; `Parameters: 448 (trainable 448, frozen 0)` when the total reads
+/// exactly.
+fn parameters_line(
+    total: &MetricResult,
+    trainable: &MetricResult,
+    frozen: &MetricResult,
+) -> String {
+    let exact = |metric: &MetricResult| match (metric.status, metric.value) {
+        (MetricStatus::Complete, Some(value)) => exact_number(value, &metric.unit),
+        _ => readable_metric(metric).0,
+    };
+    let (readable, _) = readable_metric(total);
+    let split = format!("trainable {}, frozen {}", exact(trainable), exact(frozen));
+    if readable == exact(total) {
+        format!("Parameters: {readable} ({split})")
+    } else {
+        format!("Parameters: {readable} ({}; {split})", exact(total))
     }
 }
 
@@ -58,24 +175,30 @@ pub(super) fn summarize_analysis(
             threads_text(context.torch_threads)
         ),
     );
-    let mut headers = vec![
-        "Layer (type)",
-        "Output shape",
-        "Params",
-        "Trainable",
-        "FLOPs",
-        "MACs",
-    ];
+    // The columns after the layer name: chosen, or the default; the receptive-field options add
+    // theirs when the choice leaves them out.
+    let mut columns: Vec<Column> = options
+        .columns
+        .clone()
+        .unwrap_or_else(|| DEFAULT_COLUMNS.to_vec());
+    let mut wanted = Vec::new();
     if options.receptive_field {
-        headers.push("Receptive field");
+        wanted.push(Column::ReceptiveField);
     }
     if options.effective_rf_stats {
-        headers.extend(["Eff. stride", "Eff. padding"]);
+        wanted.extend([Column::EffectiveStride, Column::EffectivePadding]);
     }
+    for column in wanted {
+        if !columns.contains(&column) {
+            columns.push(column);
+        }
+    }
+    let mut headers = vec!["Layer (type)"];
+    headers.extend(columns.iter().map(|column| column.header()));
     // The root's row is the whole model, which the totals already give; a model that is a single
     // module (no children) is shown as its own row, so the table is never empty.
     let root_only = report.layers.iter().all(|layer| layer.path.is_empty());
-    let rows: Vec<Vec<String>> = report
+    let shown: Vec<&Layer> = report
         .layers
         .iter()
         .filter(|layer| root_only || !layer.path.is_empty())
@@ -84,6 +207,24 @@ pub(super) fn summarize_analysis(
                 .max_depth
                 .is_none_or(|max_depth| layer.depth <= max_depth)
         })
+        .collect();
+    // A module with children shows the total under it, in parentheses (reports written before
+    // totals were recorded show its own count).
+    let marked = columns.iter().any(|c| {
+        matches!(
+            c,
+            Column::Parameters | Column::Trainable | Column::ParameterShare
+        )
+    }) && shown.iter().any(|layer| layer.parameters.total.is_some());
+    let operator_flops: BTreeMap<&str, &MetricResult> = report
+        .operator_flops
+        .modules
+        .iter()
+        .map(|module| (module.path.as_str(), &module.flops))
+        .collect();
+    let model_parameters = report.totals.parameters.value;
+    let rows: Vec<Vec<String>> = shown
+        .iter()
         .map(|layer| {
             let name = &layer.name;
             let call = if layer.call_index > 0 {
@@ -92,24 +233,38 @@ pub(super) fn summarize_analysis(
                 String::new()
             };
             let indent = "  ".repeat(layer.depth.saturating_sub(1) as usize);
-            let mut row = vec![
-                truncate(&format!("{indent}{name}{call} ({})", layer.type_name), 48),
-                truncate(&shape_text(&layer.output), 28),
-                float_count_text(layer.parameters.trainable + layer.parameters.frozen),
-                float_count_text(layer.parameters.trainable),
-                table_metric_cell(&layer.metrics.module_flops),
-                table_metric_cell(&layer.metrics.macs),
-            ];
+            let [params, trainable] = parameter_cells(&layer.parameters, marked);
             let field = &layer.receptive_field;
-            if options.receptive_field {
-                row.push(field_cell(field.status, field.size.as_deref()));
-            }
-            if options.effective_rf_stats {
-                row.push(field_cell(field.status, field.stride.as_deref()));
-                row.push(field_cell(field.status, field.padding.as_deref()));
+            let mut row = vec![truncate(
+                &format!("{indent}{name}{call} ({})", layer.type_name),
+                48,
+            )];
+            for column in &columns {
+                row.push(match column {
+                    Column::InputSize => truncate(&input_shapes(layer), 28),
+                    Column::OutputSize => truncate(&shape_text(&layer.output), 28),
+                    Column::Parameters => params.clone(),
+                    Column::Trainable => trainable.clone(),
+                    Column::ParameterShare => {
+                        share_cell(&layer.parameters, model_parameters, marked)
+                    }
+                    Column::KernelSize => kernel_cell(layer.kernel_size.as_deref()),
+                    Column::ModuleFlops => table_metric_cell(&layer.metrics.module_flops),
+                    Column::Macs => table_metric_cell(&layer.metrics.macs),
+                    Column::OperatorFlops => match operator_flops.get(layer.path.as_str()) {
+                        Some(flops) if layer.call_index == 0 => table_metric_cell(flops),
+                        _ => "-".to_owned(),
+                    },
+                    Column::ReceptiveField => field_cell(field.status, field.size.as_deref()),
+                    Column::EffectiveStride => field_cell(field.status, field.stride.as_deref()),
+                    Column::EffectivePadding => field_cell(field.status, field.padding.as_deref()),
+                });
             }
             row
         })
+        .collect();
+    let text_columns: Vec<bool> = std::iter::once(true)
+        .chain(columns.iter().map(|column| column.is_text()))
         .collect();
     let mut widths: Vec<usize> = headers.iter().map(|header| header.len()).collect();
     for row in &rows {
@@ -124,7 +279,7 @@ pub(super) fn summarize_analysis(
                 line.push_str("  ");
             }
             let pad = width.saturating_sub(cell.chars().count());
-            if index < 2 {
+            if text_columns[index] {
                 line.push_str(cell);
                 line.extend(std::iter::repeat_n(' ', pad));
             } else {
@@ -144,15 +299,20 @@ pub(super) fn summarize_analysis(
         push_line(out, 0, &format_row(&cells));
     }
     push_line(out, 0, &rule);
+    if marked {
+        push_line(out, 0, PARAMETER_TOTAL_LEGEND);
+    }
+    if columns.contains(&Column::OperatorFlops) {
+        push_line(out, 0, OPERATOR_FLOPS_LEGEND);
+    }
     let totals = &report.totals;
     push_line(
         out,
         2,
-        &format!(
-            "Parameters: {} (trainable {}, frozen {})",
-            format_metric(&totals.parameters),
-            format_metric(&totals.trainable_parameters),
-            format_metric(&totals.frozen_parameters)
+        &parameters_line(
+            &totals.parameters,
+            &totals.trainable_parameters,
+            &totals.frozen_parameters,
         ),
     );
     if totals.shared_tensors > 0 {
@@ -165,14 +325,14 @@ pub(super) fn summarize_analysis(
     push_line(
         out,
         2,
-        &format!("Buffers: {}", format_metric(&totals.buffer_elements)),
+        &format!("Buffers: {}", readable_metric_text(&totals.buffer_elements)),
     );
     push_line(
         out,
         2,
         &format!(
             "Parameter storage: {} (storage, not peak memory)",
-            format_metric(&totals.parameter_bytes)
+            readable_metric_text(&totals.parameter_bytes)
         ),
     );
     push_line(
@@ -180,22 +340,43 @@ pub(super) fn summarize_analysis(
         2,
         &format!(
             "Buffer storage: {} (storage, not peak memory)",
-            format_metric(&totals.buffer_bytes)
+            readable_metric_text(&totals.buffer_bytes)
         ),
     );
+    if let Some(input_bytes) = &totals.input_bytes {
+        push_line(
+            out,
+            2,
+            &format!("Input size: {}", readable_metric_text(input_bytes)),
+        );
+    }
+    if let Some(peak) = &totals.tensor_memory_peak {
+        push_line(
+            out,
+            2,
+            &format!(
+                "Tensor memory peak: {} (measured, a second forward)",
+                readable_metric_text(peak)
+            ),
+        );
+    }
     for (label, metric) in [
         ("Module FLOPs (estimate)", &totals.module_flops),
         ("Module MACs (estimate)", &totals.macs),
         ("Module DMAs (estimate)", &totals.dmas),
     ] {
-        push_line(out, 2, &format!("{label}: {}", format_metric(metric)));
+        push_line(
+            out,
+            2,
+            &format!("{label}: {}", readable_metric_text(metric)),
+        );
     }
     push_line(
         out,
         2,
         &format!(
             "Operator FLOPs (separate view, never add to module FLOPs): {}",
-            format_metric(&totals.operator_flops)
+            readable_metric_text(&totals.operator_flops)
         ),
     );
     push_diagnostics(out, &report.diagnostics);
@@ -205,7 +386,7 @@ fn summarize_operator_flops(out: &mut String, flops: &OperatorFlops) {
     push_line(
         out,
         2,
-        &format!("Operator FLOPs: {}", format_metric(&flops.total)),
+        &format!("Operator FLOPs: {}", readable_metric_text(&flops.total)),
     );
     let mut counted: Vec<_> = flops.counted.iter().collect();
     counted.sort_by(|a, b| {

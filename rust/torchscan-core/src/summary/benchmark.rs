@@ -3,7 +3,7 @@
 use super::{push_diagnostics, push_line};
 
 use crate::format::{display_number, float_count_text, format_metric, noise_label, threads_text};
-use crate::schema::benchmark::{BenchmarkMetrics, BenchmarkReport, ProfilerPass};
+use crate::schema::benchmark::{BenchmarkMetrics, BenchmarkReport, ProfilerPass, ProfilerTrace};
 use crate::schema::common::MetricStatus;
 use crate::schema::peak_memory::PeakMemoryReport;
 
@@ -38,6 +38,9 @@ fn summarize_profiler(out: &mut String, profiler: &ProfilerPass) {
                     ),
                 );
             }
+            if let Some(trace) = &profiler.trace {
+                summarize_trace(out, trace);
+            }
         }
         _ => push_line(
             out,
@@ -48,6 +51,28 @@ fn summarize_profiler(out: &mut String, profiler: &ProfilerPass) {
             ),
         ),
     }
+}
+
+/// Where the profiler's trace was kept, what it holds and that its times are instrumented.
+fn summarize_trace(out: &mut String, trace: &ProfilerTrace) {
+    push_line(
+        out,
+        2,
+        &format!(
+            "Profiler trace: {} ({}, {}; open it in Perfetto or chrome://tracing)",
+            trace.path,
+            trace.format.describe(),
+            display_number(trace.bytes as f64, "B")
+        ),
+    );
+    push_line(
+        out,
+        4,
+        &format!(
+            "Scope: {}; instrumented, so its times are slower than the timed blocks'",
+            trace.scope
+        ),
+    );
 }
 
 /// The noise metrics under one heading; nothing for a report written before they were recorded.

@@ -5,7 +5,7 @@ use super::{push_diagnostics, push_line};
 
 use std::fmt::Write as _;
 
-use crate::format::{display_number, group_thousands, reason_suffix, verdict_words};
+use crate::format::{group_thousands, readable_pair, reason_suffix, verdict_words};
 use crate::schema::comparison::{BenchmarkComparisonReport, CheckStatus, DeltaStatus};
 
 pub(super) fn summarize_comparison(out: &mut String, report: &BenchmarkComparisonReport) {
@@ -37,10 +37,9 @@ pub(super) fn summarize_comparison(out: &mut String, report: &BenchmarkCompariso
         let line = match (delta.status, delta.baseline, delta.candidate) {
             (DeltaStatus::Complete, Some(baseline), Some(candidate)) => {
                 let mut line = format!(
-                    "{}: {} -> {}",
+                    "{}: {}",
                     delta.metric,
-                    display_number(baseline, &delta.unit),
-                    display_number(candidate, &delta.unit)
+                    readable_pair(baseline, candidate, &delta.unit)
                 );
                 if let Some(ratio) = delta.ratio {
                     let _ = write!(line, ", ratio {}", group_thousands(ratio, 3));

@@ -2,7 +2,7 @@
 
 use super::{push_diagnostics, push_line};
 
-use crate::format::{display_number, display_path, reason_suffix};
+use crate::format::{display_path, readable_change, reason_suffix};
 use crate::schema::common::MetricStatus;
 use crate::schema::diff::{ReportDiffReport, ordered_totals};
 use crate::schema::flops::class_name;
@@ -33,12 +33,8 @@ pub(super) fn summarize_diff(out: &mut String, report: &ReportDiffReport) {
             total.delta,
         ) {
             (MetricStatus::Complete, Some(before), Some(after), Some(delta)) => format!(
-                "{}: {} -> {} ({}{})",
-                name,
-                display_number(before, &total.unit),
-                display_number(after, &total.unit),
-                if delta >= 0.0 { "+" } else { "" },
-                display_number(delta, &total.unit)
+                "{name}: {}",
+                readable_change(before, after, delta, &total.unit)
             ),
             (status, _, _, _) => format!(
                 "{}: no delta, {}{}",

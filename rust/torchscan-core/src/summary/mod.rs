@@ -11,6 +11,7 @@ use crate::schema::Report;
 
 mod analysis;
 mod benchmark;
+mod columns;
 mod comparison;
 mod context;
 mod diff;
@@ -20,6 +21,7 @@ mod output_check;
 /// Kept at this path for callers of `summary::format_metric` and `summary::group_thousands`;
 /// their home is [`crate::format`].
 pub use crate::format::{format_metric, group_thousands};
+pub use columns::{COLUMN_NAMES, Column, DEFAULT_COLUMNS, UnknownColumn};
 pub(crate) use context::{ContextRow, context_rows};
 pub use escape::{display_text, escaped_report, is_escaped_for_display};
 
@@ -60,7 +62,7 @@ fn push_diagnostics(out: &mut String, diagnostics: &[Diagnostic]) {
 }
 
 /// Display options of the text summary.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SummaryOptions {
     /// Hide analysis layers nested deeper than this (the root's children are depth 1).
     pub max_depth: Option<u64>,
@@ -70,6 +72,10 @@ pub struct SummaryOptions {
     /// Add each layer's effective stride and padding to the analysis table (torchscan 0.2's
     /// `effective_rf_stats=True`).
     pub effective_rf_stats: bool,
+    /// The analysis table's columns after the layer name, in order (torchinfo's `col_names`);
+    /// [`DEFAULT_COLUMNS`] when `None`. The receptive-field options add their columns when
+    /// these leave them out.
+    pub columns: Option<Vec<Column>>,
 }
 
 /// The text summary of a report: deterministic, one trailing newline.

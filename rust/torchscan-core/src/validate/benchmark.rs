@@ -4,7 +4,8 @@ use super::model::check_operator_flops;
 use super::{Checker, check_metric, check_value_metas};
 use super::{RECOMPUTE_RELATIVE_TOLERANCE, approx_equal};
 use crate::schema::benchmark::{
-    BenchmarkMetrics, BenchmarkReport, PassName, ProfilerPass, TimingEvidence, TimingSettings,
+    BenchmarkMetrics, BenchmarkReport, PassName, ProfilerPass, ProfilerTrace, TimingEvidence,
+    TimingSettings, TraceFormat,
 };
 use crate::schema::common::{MetricResult, MetricStatus, is_valid_work_unit, throughput_unit};
 use crate::schema::peak_memory::PeakMemoryReport;
@@ -172,6 +173,9 @@ fn check_profiler(c: &mut Checker, profiler: &ProfilerPass) {
         if let Some(requested) = profiler.requested_calls {
             c.at_least_one("requested_calls", requested);
         }
+        if let Some(trace) = &profiler.trace {
+            c.at("trace", |c| check_trace(c, trace, profiler));
+        }
         c.at("top_operators", |c| {
             let self_times: Vec<f64> = profiler
                 .top_operators
@@ -196,6 +200,51 @@ fn check_profiler(c: &mut Checker, profiler: &ProfilerPass) {
             }
         });
     });
+}
+
+/// A kept trace: only of a pass that ran, covering at most its calls, named, instrumented, not
+/// empty, and gzip-compressed exactly when its path ends in `.gz`.
+fn check_trace(c: &mut Checker, trace: &ProfilerTrace, profiler: &ProfilerPass) {
+    if profiler.status != MetricStatus::Complete {
+        c.problem("an unavailable profiler pass wrote no trace");
+    }
+    c.non_empty("path", &trace.path);
+    c.non_empty("scope", &trace.scope);
+    c.at_least_one("calls", trace.calls);
+    if let Some(calls) = profiler.calls
+        && trace.calls > calls
+    {
+        c.problem_at(
+            "calls",
+            format!(
+                "the trace covers {} calls, more than the {calls} the pass profiled",
+                trace.calls
+            ),
+        );
+    }
+    if !trace.instrumented {
+        c.problem_at(
+            "instrumented",
+            "a profiler trace is always instrumented: its times include the profiler's overhead",
+        );
+    }
+    if trace.bytes == 0 {
+        c.problem_at(
+            "bytes",
+            "a written trace is not empty (a Chrome trace holds at least its JSON object)",
+        );
+    }
+    let gzip_name = trace.path.ends_with(".gz");
+    if gzip_name != (trace.format == TraceFormat::ChromeTraceGzip) {
+        c.problem_at(
+            "format",
+            if gzip_name {
+                "a trace whose path ends in `.gz` is `chrome_trace_gzip`"
+            } else {
+                "only a trace whose path ends in `.gz` is `chrome_trace_gzip`"
+            },
+        );
+    }
 }
 
 pub(super) fn check_benchmark(c: &mut Checker, report: &BenchmarkReport) {

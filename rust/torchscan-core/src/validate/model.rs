@@ -3,7 +3,9 @@
 use super::{
     Checker, approx_equal, check_metric, check_value_meta, check_value_metas, has_diagnostic,
 };
-use crate::schema::analysis::{AnalysisMode, AnalysisReport, Layer, ReceptiveField};
+use crate::schema::analysis::{
+    AnalysisMode, AnalysisReport, Layer, LayerParameters, ParameterTotal, ReceptiveField,
+};
 use crate::schema::common::{Diagnostic, DiagnosticCode, MetricResult, MetricStatus, ValueMeta};
 use crate::schema::flops::{FlopReport, OperatorFlops, class_name};
 use std::collections::{BTreeMap, BTreeSet};
@@ -264,6 +266,11 @@ fn check_layer(c: &mut Checker, layer: &Layer, mode: AnalysisMode) {
             c.problem_at("bytes", "parameters with elements take bytes")
         });
     }
+    if let Some(total) = &layer.parameters.total {
+        c.at("parameters", |c| {
+            check_parameter_total(c, &layer.parameters, total)
+        });
+    }
     if layer.buffers.bytes == 0 && layer.buffers.elements > 0 {
         c.at("buffers", |c| {
             c.problem_at("bytes", "buffers with elements take bytes")
@@ -322,6 +329,86 @@ fn check_layer(c: &mut Checker, layer: &Layer, mode: AnalysisMode) {
     check_receptive_field(c, &layer.receptive_field);
 }
 
+/// A layer's total under its module against its own count: each part at least the own one (the
+/// own tensors are under the module, and counted there no later than among all layers), and
+/// bytes for elements.
+fn check_parameter_total(c: &mut Checker, own: &LayerParameters, total: &ParameterTotal) {
+    for (key, own_count, total_count) in [
+        ("trainable", own.trainable, total.trainable),
+        ("frozen", own.frozen, total.frozen),
+        ("bytes", own.bytes, total.bytes),
+    ] {
+        if total_count < own_count {
+            c.at("total", |c| {
+                c.problem_at(
+                    key,
+                    format!(
+                        "the total under the module ({total_count}) is below the layer's own {key} ({own_count})"
+                    ),
+                )
+            });
+        }
+    }
+    if total.bytes == 0 && total.trainable.saturating_add(total.frozen) > 0 {
+        c.at("total", |c| {
+            c.problem_at("bytes", "parameters with elements take bytes")
+        });
+    }
+}
+
+/// The totals under modules against the model's: the root's is the model's, any other at most
+/// the model's, and every call of one module has the same.
+fn check_parameter_totals(c: &mut Checker, report: &AnalysisReport) {
+    let totals = &report.totals;
+    let model = (
+        totals.trainable_parameters.value,
+        totals.frozen_parameters.value,
+        totals.parameter_bytes.value,
+    );
+    let mut first_of_path: BTreeMap<&str, Option<&ParameterTotal>> = BTreeMap::new();
+    for (index, layer) in report.layers.iter().enumerate() {
+        let total = layer.parameters.total.as_ref();
+        let first = *first_of_path.entry(layer.path.as_str()).or_insert(total);
+        c.at_index(index, |c| {
+            c.at("parameters", |c| {
+                if first != total {
+                    c.problem_at(
+                        "total",
+                        format!(
+                            "every call of module `{}` has the same total under it",
+                            layer.path
+                        ),
+                    );
+                }
+                let Some(total) = total else { return };
+                let (Some(trainable), Some(frozen), Some(bytes)) = model else {
+                    return;
+                };
+                let elements = total.trainable.saturating_add(total.frozen) as f64;
+                if layer.path.is_empty()
+                    && (total.trainable as f64 != trainable
+                        || total.frozen as f64 != frozen
+                        || total.bytes as f64 != bytes)
+                {
+                    c.problem_at(
+                        "total",
+                        format!(
+                            "the root's total must equal the model's totals (trainable \
+                             {trainable}, frozen {frozen}, {bytes} bytes)"
+                        ),
+                    );
+                } else if elements > trainable + frozen || total.bytes as f64 > bytes {
+                    c.problem_at(
+                        "total",
+                        "a total under a module is at most the model's totals (parameters and \
+                         parameter_bytes)",
+                    );
+                }
+            })
+        });
+    }
+}
+
 /// An element count among the totals: complete, unit `count`, a whole number.
 fn check_count_metric(c: &mut Checker, key: &str, metric: &MetricResult) {
     check_metric(c, key, metric, Some("count"));
@@ -371,6 +458,12 @@ pub(super) fn check_analysis(c: &mut Checker, report: &AnalysisReport) {
         }
         check_metric(c, "parameter_bytes", &totals.parameter_bytes, Some("B"));
         check_metric(c, "buffer_bytes", &totals.buffer_bytes, Some("B"));
+        if let Some(input_bytes) = &totals.input_bytes {
+            check_metric(c, "input_bytes", input_bytes, Some("B"));
+        }
+        if let Some(peak) = &totals.tensor_memory_peak {
+            check_metric(c, "tensor_memory_peak", peak, Some("B"));
+        }
         for (key, metric, unit) in [
             ("module_flops", &totals.module_flops, "FLOPs"),
             ("operator_flops", &totals.operator_flops, "FLOPs"),
@@ -416,6 +509,7 @@ pub(super) fn check_analysis(c: &mut Checker, report: &AnalysisReport) {
                 check_layer(c, layer, report.mode);
             });
         }
+        check_parameter_totals(c, report);
     });
     check_operator_flops(
         c,

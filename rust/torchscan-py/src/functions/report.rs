@@ -15,20 +15,27 @@ pub(super) fn validate_report_json(py: Python<'_>, text: &str) -> PyResult<Strin
 
 /// The text summary of report JSON text; raises `ReportValidationError` when invalid.
 /// `max_depth` hides analysis layers nested deeper than that; `receptive_field` and
-/// `effective_rf_stats` add the layers' receptive field, and effective stride and padding.
+/// `effective_rf_stats` add the layers' receptive field, and effective stride and padding;
+/// `columns` chooses the analysis table's columns by name (`ValueError` for an unknown one).
 #[pyfunction]
-#[pyo3(signature = (text, max_depth=None, receptive_field=false, effective_rf_stats=false))]
+#[pyo3(signature = (text, max_depth=None, receptive_field=false, effective_rf_stats=false, columns=None))]
 pub(super) fn format_summary_json(
     py: Python<'_>,
     text: &str,
     max_depth: Option<u64>,
     receptive_field: bool,
     effective_rf_stats: bool,
+    columns: Option<Vec<String>>,
 ) -> PyResult<String> {
+    let columns = columns
+        .map(|names| torchscan_core::summary::Column::from_names(&names))
+        .transpose()
+        .map_err(|unknown| pyo3::exceptions::PyValueError::new_err(unknown.to_string()))?;
     let options = torchscan_core::SummaryOptions {
         max_depth,
         receptive_field,
         effective_rf_stats,
+        columns,
     };
     let outcome = py.detach(|| torchscan_core::read_report(text));
     outcome
