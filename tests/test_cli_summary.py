@@ -359,10 +359,19 @@ def test_a_batched_input_shape_names_input_size(models: Path) -> None:
     assert line.endswith(
         "--input-shape excludes the batch dimension (a batch of one is added). If 1,3,16,16 "
         "already includes it, pass --input-size 1,3,16,16 (torchinfo's convention, batch "
-        "included) or --input-shape 3,16,16; otherwise give the shape the model takes, or the "
-        "real inputs with args=(...)."
+        "included) or --input-shape 3,16,16; otherwise give the shape the model takes."
     )
     assert "input_size=" not in line and "input_shape=" not in line
+    # What only the Python API can give is left out of the command line's message.
+    assert "args=" not in line and "input_data=" not in line
+
+
+def test_html_to_standard_output_is_refused(models: Path) -> None:
+    line = one_line_error(summary_cli(models, "model", "--input-shape", "3,16,16", "--html", "-"))
+    assert line == (
+        f"{COMMAND}--html takes a file path; '-' (standard output) is for --json only, where the "
+        "report is printed alone"
+    )
 
 
 def test_a_generated_float_input_at_an_embedding_says_dtype_int64(models: Path) -> None:

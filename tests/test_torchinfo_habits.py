@@ -302,3 +302,99 @@ def test_tensor_memory_measures_the_peak_in_place_of_torchinfos_estimate() -> No
     assert "tensor_memory_peak" not in crawl_module(model, input_size=(32, 128))["totals"]
     with pytest.raises(InvalidArgumentError, match="tensor_memory must be True or False"):
         crawl_module(model, input_size=(32, 128), tensor_memory="yes")  # type: ignore[arg-type]
+
+
+def test_a_shape_refused_for_another_reason_gets_no_batch_hint() -> None:
+    with pytest.raises(InvalidArgumentError) as caught:
+        crawl_module(nn.Sequential(nn.Conv2d(3, 4, 3)), input_shape=(4, 8, 8))
+    message = str(caught.value)
+    assert "to have 3 channels, but got 4 channels instead" in message
+    assert "already includes it" not in message and "input_shape=(8, 8)" not in message
+    assert "Give the shape of one input the model takes, without the batch dimension" in message
+
+
+@pytest.mark.parametrize("mode", ["full", "structure"])
+def test_a_shape_error_of_the_models_own_code_propagates_unchanged(mode: str) -> None:
+    class OwnProduct(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(4, 3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.linear(x) @ torch.ones(5, 2)
+
+    with pytest.raises(RuntimeError, match="mat1 and mat2 shapes cannot be multiplied") as caught:
+        crawl_module(OwnProduct(), input_shape=(4,), mode=mode)
+    assert type(caught.value) is RuntimeError
+
+
+def test_more_shapes_than_positional_inputs_says_how_many_the_forward_takes() -> None:
+    class Two(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(4, 3)
+
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return self.linear(x) + self.linear(y)
+
+    with pytest.raises(InvalidArgumentError) as caught:
+        crawl_module(Two(), input_size=[(1, 4), (1, 4), (1, 4)])
+    assert isinstance(caught.value, TypeError)
+    assert str(caught.value).startswith(
+        "crawl_module: input_size=[(1, 4), (1, 4), (1, 4)] gives 3 inputs, one per shape, but "
+        "Two.forward takes 2 positional inputs (x, y): give one shape per positional input."
+    )
+
+    class KeywordOnly(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.linear = nn.Linear(4, 3)
+
+        def forward(self, *, x: torch.Tensor) -> torch.Tensor:
+            return self.linear(x)
+
+    with pytest.raises(InvalidArgumentError, match=r"takes no positional input") as keyword:
+        crawl_module(KeywordOnly(), input_size=(2, 4))
+    assert "Its keyword-only inputs (x) go in kwargs={...}" in str(keyword.value)
+
+
+def test_a_column_named_twice_is_refused() -> None:
+    for names, said in (
+        (["macs", "macs"], 'column "macs" is named twice'),
+        (["num_params", "parameters"], 'column "parameters" is the column "num_params" already'),
+    ):
+        with pytest.raises(InvalidArgumentError, match=said):
+            summary(Counting(), (4,), col_names=names, file=io.StringIO())
+
+
+def test_a_module_whose_parent_never_ran_is_named_by_its_path() -> None:
+    class PartlyRun(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.enc = nn.Sequential(nn.Linear(4, 4))
+            self.part = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.part[0](self.enc(x))
+
+    text = io.StringIO()
+    summary(PartlyRun(), (4,), col_names=["num_params"], depth=1, file=text)
+    rows = [row.split() for row in _table(text.getvalue())[2:]]
+    # `part` never ran: its child is not shown under `enc`, and depth=1 keeps it.
+    assert rows == [["enc", "(Sequential)", "(20)"], ["part.0", "(Linear)", "20"]]
+
+
+def test_a_share_that_rounds_to_all_is_not_shown_as_all() -> None:
+    class Scale(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.ones(1))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * self.weight
+
+    model = nn.Sequential(nn.Linear(100, 3000), Scale())
+    text = io.StringIO()
+    summary(model, (100,), col_names=["num_params", "params_percent"], file=text)
+    rows = [row.split() for row in _table(text.getvalue())[2:]]
+    assert rows[0][-1] == ">99.9%" and rows[1][-1] == "<0.1%"

@@ -238,13 +238,22 @@ def explain_shape_error(
     """An ``InvalidArgumentError`` when the model refused the shape of generated inputs.
 
     ``generated`` are the inputs made from ``input_shape`` (a batch of one added) or
-    ``input_size`` (batch included). The error says where the model refused them, what was
-    generated from what, and which argument to use; ``None`` when ``error`` does not read as a
-    shape that does not fit (the model's exception then propagates).
+    ``input_size`` (batch included). Two cases: torch refused their shape in one of the model's
+    layers (the error is raised in torch's code, and reads as a shape that does not fit), or the
+    model's ``forward`` takes another number of positional inputs than the shapes give. The
+    error says what was generated from what, where it was refused and which argument to use;
+    ``None`` otherwise (the model's exception then propagates).
     """
-    if not isinstance(error, (RuntimeError, ValueError)) or isinstance(error, TorchscanError):
+    if not generated or isinstance(error, TorchscanError):
         return None
-    if not generated or not _SHAPE_WORDS.search(str(error)) or _raised_by_the_model(error):
+    origin = (
+        f"input_shape={input_shape!r}" if input_shape is not None else f"input_size={input_size!r}"
+    )
+    if isinstance(error, TypeError):
+        return _explain_input_count(error, model, named_modules, generated, origin, caller)
+    if not isinstance(error, (RuntimeError, ValueError)):
+        return None
+    if not _SHAPE_WORDS.search(str(error)) or not _raised_in_torch(error):
         return None
     path = failing_module(error, named_modules)
     if path is None:
@@ -255,55 +264,124 @@ def explain_shape_error(
         where = f"layer {path or '(root)'} ({shown})"
     shapes = ", ".join(str(list(value.shape)) for value in generated)
     if input_shape is not None:
-        given = input_shape
         sizes = [list(input_shape)] if _is_shape(input_shape) else [list(s) for s in input_shape]
-        batched = [size[1:] for size in sizes if len(size) > 1]
-        hint = (
-            f"input_shape excludes the batch dimension (a batch of one is added). If "
-            f"{given!r} already includes it, pass input_size={given!r} (torchinfo's "
-            "convention, batch included)"
-        )
-        if len(batched) == len(sizes):
-            example = batched[0] if len(batched) == 1 else batched
-            hint += f" or input_shape={_as_tuples(example)!r}"
-        hint += "; otherwise give the shape the model takes, or the real inputs with args=(...)"
-        origin = f"input_shape={given!r}"
+        hint = "input_shape excludes the batch dimension (a batch of one is added)."
+        # The batch dimension given twice: torch speaks of the number of dimensions, or the
+        # shape starts with a batch of one.
+        if _RANK_WORDS.search(str(error)) or all(len(s) > 1 and s[0] == 1 for s in sizes):
+            hint += (
+                f" If {input_shape!r} already includes it, pass input_size={input_shape!r} "
+                "(torchinfo's convention, batch included)"
+            )
+            batched = [size[1:] for size in sizes if len(size) > 1]
+            if len(batched) == len(sizes):
+                example = batched[0] if len(batched) == 1 else batched
+                hint += f" or input_shape={_as_tuples(example)!r}"
+            hint += "; otherwise give the shape the model takes."
+        else:
+            hint += (
+                " Give the shape of one input the model takes, without the batch dimension, or "
+                "input_size with it."
+            )
     else:
-        origin = f"input_size={input_size!r}"
         hint = (
             "input_size includes the batch dimension (torchinfo's convention); input_shape "
-            "excludes it. Give the shape the model takes, or the real inputs with args=(...) "
-            "or input_data=(...)"
+            "excludes it. Give the shape the model takes."
         )
     message = (
         f"{caller}: the input generated from {origin} has shape {shapes}, and {where} refused "
-        f"it: {type(error).__name__}: {error}. {hint}."
+        f"it: {type(error).__name__}: {error}. {hint} {_REAL_INPUTS}"
     )
     return InvalidArgumentError.like(error, message)
 
 
-def _raised_by_the_model(error: BaseException) -> bool:
-    """Whether the model's own code raised ``error`` with a ``raise`` statement.
+#: The last sentence of a shape error: what only the Python API offers.
+_REAL_INPUTS = "Or pass the real inputs with args=(...) or input_data=(...)."
 
-    Such an error speaks of the model's own checks (``mask has the wrong shape``), not of the
-    generated input's shape, and propagates unchanged; an error raised by torch (its Python code
-    or an operator) does not.
+# torch's words for the number of dimensions: "Expected 3D (unbatched) or 4D (batched) input".
+_RANK_WORDS = re.compile(r"\b\d+D\b|\b(?:un)?batched\b|\bdimensions\b", re.IGNORECASE)
+_ARITY = re.compile(r"takes (\d+) positional arguments? but (\d+) (?:were|was) given")
+
+
+def _explain_input_count(
+    error: TypeError,
+    model: Any,
+    named_modules: Sequence[tuple[str, Any]],
+    generated: Sequence[Any],
+    origin: str,
+    caller: str,
+) -> InvalidArgumentError | None:
+    """The model's ``forward`` refused the number of generated positional inputs."""
+    if _ARITY.search(str(error)) is None or failing_module(error, named_modules) != "":
+        return None
+    signature = _signature(model)
+    if signature is None:
+        return None
+    positional = [
+        name
+        for name, parameter in signature.parameters.items()
+        if parameter.kind
+        in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    keyword_only = [
+        name
+        for name, parameter in signature.parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    count = len(generated)
+    takes = (
+        f"takes {len(positional)} positional input{'s' if len(positional) != 1 else ''} "
+        f"({', '.join(positional)})"
+        if positional
+        else "takes no positional input"
+    )
+    message = (
+        f"{caller}: {origin} gives {count} input{'s' if count != 1 else ''}, one per shape, but "
+        f"{type(model).__name__}.forward {takes}: give one shape per positional input."
+    )
+    if keyword_only:
+        message += (
+            f" Its keyword-only inputs ({', '.join(keyword_only)}) go in kwargs={{...}}, beside "
+            "the shapes, or all inputs in input_data={...}."
+        )
+    message += f" (TypeError: {error})"
+    return InvalidArgumentError.like(error, message)
+
+
+def _raised_in_torch(error: BaseException) -> bool:
+    """Whether torch raised ``error``: in its Python code, or in an operator its layers call.
+
+    An error raised by the model's own code (its own checks, ``mask has the wrong shape``, or an
+    operator it calls itself) speaks of the model, not of the generated input, and propagates
+    unchanged.
     """
-    import linecache
     import os
 
     import torch
 
+    own = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+    # The analysis's dispatch mode calls each operator through torch's operator objects (and
+    # torch wraps the mode in a guard against compilation): those frames say nothing of who
+    # called the operator.
+    plumbing = {
+        os.path.join(torch_dir, *parts)
+        for parts in (
+            ("_ops.py",),
+            ("_compile.py",),
+            ("utils", "_python_dispatch.py"),
+            ("_dynamo", "eval_frame.py"),
+        )
+    }
+    files = []
     trace = error.__traceback__
-    if trace is None:
-        return False
-    while trace.tb_next is not None:
+    while trace is not None:
+        files.append(os.path.abspath(trace.tb_frame.f_code.co_filename))
         trace = trace.tb_next
-    filename = trace.tb_frame.f_code.co_filename
-    torch_dir = os.path.dirname(torch.__file__) + os.sep
-    if os.path.abspath(filename).startswith(torch_dir):
-        return False
-    return linecache.getline(filename, trace.tb_lineno).strip().startswith("raise")
+    for filename in reversed(files):
+        if not filename.startswith(own) and filename not in plumbing:
+            return filename.startswith(torch_dir)
+    return False
 
 
 def _is_shape(value: Any) -> bool:

@@ -116,6 +116,15 @@ def _write_json(path: str, report: Any) -> None:
     _write_output(path, (json.dumps(report, indent=2) + "\n").encode("utf-8"))
 
 
+def _check_html(path: str | None) -> None:
+    """Refuse ``--html -``: standard output is the report's or the summary's, never the page's."""
+    if path == "-":
+        raise UsageError(
+            "--html takes a file path; '-' (standard output) is for --json only, where the "
+            "report is printed alone"
+        )
+
+
 def _check_outputs(*paths: str | None) -> None:
     """Refuse, before anything runs, an output whose folder is missing or that is a folder."""
     for path in paths:
@@ -187,6 +196,7 @@ def _demo(arguments: argparse.Namespace) -> int:
 
     from .workload import measure_workload
 
+    _check_html(arguments.html)
     _check_outputs(arguments.json, arguments.html)
     to_stdout = arguments.json == "-"  # the report alone on standard output, as for measure
     if not to_stdout:
@@ -357,6 +367,7 @@ def _max_time(arguments: argparse.Namespace) -> float:
 def _measure(arguments: argparse.Namespace) -> int:
     from .workload import measure_workload
 
+    _check_html(arguments.html)
     _check_outputs(arguments.json, arguments.html)
     _check_workload_options(arguments)
     _check_profiler_trace(arguments)
@@ -405,6 +416,7 @@ def _compare(arguments: argparse.Namespace) -> int:
         arguments.candidate_json,
         arguments.check_json,
     )
+    _check_html(arguments.html)
     _check_outputs(*outputs)
     _check_workload_options(arguments)
     try:
@@ -548,6 +560,20 @@ _FLAG_NAMES = (
 )
 
 
+# Sentences of ``torchscan.summary``'s messages that offer what only the Python API can give.
+_PYTHON_ONLY = (
+    re.compile(
+        r" Or pass the real inputs (?:instead of \w+: args=\(input_ids,\) or "
+        r"kwargs=\{'input_ids': input_ids, \.\.\.\}, forwarded unchanged|with args=\(\.\.\.\) "
+        r"or input_data=\(\.\.\.\))\."
+    ),
+    re.compile(
+        r" Its keyword-only inputs \([^)]*\) go in kwargs=\{\.\.\.\}, beside the shapes, or all "
+        r"inputs in input_data=\{\.\.\.\}\."
+    ),
+)
+
+
 def _as_flags(message: str) -> str:
     """A message of ``torchscan.summary`` in the command line's terms.
 
@@ -557,6 +583,9 @@ def _as_flags(message: str) -> str:
     names the command already.
     """
     message = message.removeprefix("summary: ")
+    # What only the Python API can give (the inputs themselves) is left out of the line.
+    for pattern in _PYTHON_ONLY:
+        message = pattern.sub("", message)
     parts = []
     position = 0
     for match in _SHAPE_VALUE.finditer(message):
@@ -622,6 +651,7 @@ def _summary(arguments: argparse.Namespace) -> int:
     from .crawl import summary
     from .errors import IncompleteAnalysisError, InvalidArgumentError
 
+    _check_html(arguments.html)
     _check_outputs(arguments.json, arguments.html)
     shapes: list[tuple[int, ...]] = arguments.input_shape or arguments.input_size
     dtype = _dtypes(arguments.dtype, len(shapes))

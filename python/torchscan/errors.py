@@ -43,9 +43,10 @@ class InvalidArgumentError(TorchscanError, ValueError):
 
     Raised before anything runs for a value torchscan can check itself. Raised after the forward
     failed for inputs generated from ``input_shape`` or ``input_size`` whose shape the model
-    refused (a batch dimension given twice, a shape that does not fit the first layer): then the
-    model's exception is ``__cause__``, and the error is also of its kind (a ``RuntimeError``
-    stays one), so code that catches it keeps working.
+    refused (a batch dimension given twice, a shape that does not fit a layer, more or fewer
+    inputs than the forward takes): then the model's exception is ``__cause__``, and the error
+    is also of its kind (a ``RuntimeError`` or ``TypeError`` stays one), so code that catches it
+    keeps working.
     """
 
     @staticmethod
@@ -53,11 +54,17 @@ class InvalidArgumentError(TorchscanError, ValueError):
         """An ``InvalidArgumentError`` that is also of ``original``'s kind where one fits."""
         if isinstance(original, RuntimeError) and not isinstance(original, ValueError):
             return _InvalidArgumentRuntimeError(message)
+        if isinstance(original, TypeError):
+            return _InvalidArgumentTypeError(message)
         return InvalidArgumentError(message)
 
 
 class _InvalidArgumentRuntimeError(InvalidArgumentError, RuntimeError):
     """An :class:`InvalidArgumentError` raised for a ``RuntimeError`` of the model."""
+
+
+class _InvalidArgumentTypeError(InvalidArgumentError, TypeError):
+    """An :class:`InvalidArgumentError` raised for a ``TypeError`` of the model."""
 
 
 class ModelInputError(TorchscanError):

@@ -259,7 +259,8 @@ def format_summary(
     ``effective_rf_stats`` its effective stride and padding (one number when every spatial
     dimension agrees, else one per dimension such as ``7x3``). ``col_names`` chooses the
     analysis table's columns after the layer name, in order, by torchinfo's names or
-    torchscan's (:data:`SUMMARY_COLUMNS`; see docs/coming-from-torchinfo.md). Raises
+    torchscan's (``torchscan.validation.SUMMARY_COLUMNS``), each column once (see
+    docs/coming-from-torchinfo.md). Raises
     :class:`ReportValidationError` when the report is invalid. Programs should read the JSON,
     never this text.
     """
@@ -297,4 +298,8 @@ def check_col_names(col_names: Sequence[str] | None) -> list[str] | None:
             )
     if not names:
         raise InvalidArgumentError("col_names must name at least one column")
+    try:
+        _core.check_summary_columns(names)
+    except ValueError as error:  # a column named twice, or under two names
+        raise InvalidArgumentError(f"col_names: {error}") from None
     return names

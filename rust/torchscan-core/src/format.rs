@@ -164,17 +164,33 @@ fn small_digits(value: f64) -> String {
     group_thousands(value, first + 2)
 }
 
-/// Four significant digits of a magnitude from 1 to 1,000: `1.234`, `12.34`, `123.4`.
+/// Four significant digits of a magnitude below 1,000: `0.9766`, `1.234`, `12.34`, `123.4`; a
+/// value that rounds up to the next power of ten keeps four (`99.996` is `100.0`).
 fn four_digits(scaled: f64) -> String {
-    let magnitude = scaled.abs();
-    let decimals = if magnitude >= 100.0 {
-        1
-    } else if magnitude >= 10.0 {
-        2
-    } else {
-        3
+    let decimals_for = |magnitude: f64| {
+        if magnitude >= 100.0 {
+            1
+        } else if magnitude >= 10.0 {
+            2
+        } else if magnitude >= 1.0 {
+            3
+        } else {
+            4
+        }
     };
-    group_thousands(scaled, decimals)
+    let decimals = decimals_for(scaled.abs());
+    let text = group_thousands(scaled, decimals);
+    let rounded: f64 = text
+        .replace(',', "")
+        .trim_start_matches('-')
+        .parse()
+        .unwrap_or(0.0);
+    let fewer = decimals_for(rounded);
+    if fewer < decimals {
+        group_thousands(scaled, fewer)
+    } else {
+        text
+    }
 }
 
 /// `value / factor` with four significant digits, or `None` when it rounds up to 1,000 (the next
@@ -752,6 +768,11 @@ mod tests {
         assert_eq!(r(1_048_576.0, "FLOPs"), "1.049 MFLOPs");
         assert_eq!(r(999.0, "FLOPs"), "999 FLOPs");
         assert_eq!(r(999_960.0, "FLOPs"), "1.000 MFLOPs");
+        assert_eq!(r(99_995.0, "count"), "100.0 k");
+        assert_eq!(r(9_999.6, "FLOPs"), "10.00 kFLOPs");
+        assert_eq!(r(102_395.0, "B"), "100.0 KiB");
+        assert_eq!(r(1_024_000.0, "B"), "0.9766 MiB");
+        assert_eq!(r(99.996e-6, "s"), "100.0 us");
         assert_eq!(r(1e30, "FLOPs"), "1,000,000,000,000 EFLOPs");
         assert_eq!(r(0.0, "FLOPs"), "0 FLOPs");
         assert_eq!(r(32.0, "samples"), "32 samples");

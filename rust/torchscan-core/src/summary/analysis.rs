@@ -1,6 +1,6 @@
 //! Text of analysis and FLOP reports: the layer table and the operator breakdown.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use super::columns::{Column, DEFAULT_COLUMNS};
 use super::{SummaryOptions, push_diagnostics, push_line};
@@ -87,8 +87,9 @@ fn input_shapes(layer: &Layer) -> String {
     }
 }
 
-/// A layer's parameters as a share of the model's, in percent with one decimal (`12.5%`); in
-/// parentheses where the total under a module is shown; `-` when the model has none.
+/// A layer's parameters as a share of the model's, in percent with one decimal (`12.5%`; `<0.1%`
+/// and `>99.9%` where rounding would show 0 or all); in parentheses where the total under a
+/// module is shown; `-` when the model has none.
 fn share_cell(parameters: &LayerParameters, model: Option<f64>, marked: bool) -> String {
     let Some(model) = model.filter(|model| *model > 0.0) else {
         return "-".to_owned();
@@ -104,6 +105,8 @@ fn share_cell(parameters: &LayerParameters, model: Option<f64>, marked: bool) ->
     // A nonzero share never prints as 0.0%.
     let text = if share > 0.0 && share < 0.05 {
         "<0.1%".to_owned()
+    } else if (99.95..100.0).contains(&share) {
+        ">99.9%".to_owned()
     } else {
         format!("{share:.1}%")
     };
@@ -146,6 +149,39 @@ fn parameters_line(
         format!("Parameters: {readable} ({split})")
     } else {
         format!("Parameters: {readable} ({}; {split})", exact(total))
+    }
+}
+
+/// How the table names a layer, and how deep it indents it.
+struct RowName<'a> {
+    name: &'a str,
+    depth: u64,
+}
+
+/// A layer's name in the table: its own name under the nearest module with a row of its own,
+/// so a module whose parent never ran (it has no layer) is named by its path from the nearest
+/// ancestor that did (`part.0`, `layers.0`) and indented under that one, never under a row it
+/// does not belong to.
+fn row_name<'a>(path: &'a str, name: &'a str, recorded: &HashSet<&str>) -> RowName<'a> {
+    if path.is_empty() {
+        return RowName { name, depth: 0 };
+    }
+    let mut cut = path.rfind('.');
+    while let Some(index) = cut {
+        if recorded.contains(&path[..index]) {
+            break;
+        }
+        cut = path[..index].rfind('.');
+    }
+    match cut {
+        Some(index) => RowName {
+            name: &path[index + 1..],
+            depth: path[..index].split('.').count() as u64 + 1,
+        },
+        None => RowName {
+            name: path,
+            depth: 1,
+        },
     }
 }
 
@@ -198,14 +234,20 @@ pub(super) fn summarize_analysis(
     // The root's row is the whole model, which the totals already give; a model that is a single
     // module (no children) is shown as its own row, so the table is never empty.
     let root_only = report.layers.iter().all(|layer| layer.path.is_empty());
-    let shown: Vec<&Layer> = report
+    let recorded: HashSet<&str> = report
+        .layers
+        .iter()
+        .map(|layer| layer.path.as_str())
+        .collect();
+    let shown: Vec<(&Layer, RowName<'_>)> = report
         .layers
         .iter()
         .filter(|layer| root_only || !layer.path.is_empty())
-        .filter(|layer| {
+        .map(|layer| (layer, row_name(&layer.path, &layer.name, &recorded)))
+        .filter(|(_, name)| {
             options
                 .max_depth
-                .is_none_or(|max_depth| layer.depth <= max_depth)
+                .is_none_or(|max_depth| name.depth <= max_depth)
         })
         .collect();
     // A module with children shows the total under it, in parentheses (reports written before
@@ -215,7 +257,9 @@ pub(super) fn summarize_analysis(
             c,
             Column::Parameters | Column::Trainable | Column::ParameterShare
         )
-    }) && shown.iter().any(|layer| layer.parameters.total.is_some());
+    }) && shown
+        .iter()
+        .any(|(layer, _)| layer.parameters.total.is_some());
     let operator_flops: BTreeMap<&str, &MetricResult> = report
         .operator_flops
         .modules
@@ -225,14 +269,14 @@ pub(super) fn summarize_analysis(
     let model_parameters = report.totals.parameters.value;
     let rows: Vec<Vec<String>> = shown
         .iter()
-        .map(|layer| {
-            let name = &layer.name;
+        .map(|(layer, row)| {
+            let name = row.name;
             let call = if layer.call_index > 0 {
                 format!(" #{}", layer.call_index + 1)
             } else {
                 String::new()
             };
-            let indent = "  ".repeat(layer.depth.saturating_sub(1) as usize);
+            let indent = "  ".repeat(row.depth.saturating_sub(1) as usize);
             let [params, trainable] = parameter_cells(&layer.parameters, marked);
             let field = &layer.receptive_field;
             let mut row = vec![truncate(
@@ -443,4 +487,27 @@ pub(super) fn summarize_flops(out: &mut String, report: &FlopReport) {
     );
     summarize_operator_flops(out, &report.operator_flops);
     push_diagnostics(out, &report.diagnostics);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_are_named_under_the_nearest_module_with_a_row() {
+        let recorded: HashSet<&str> = ["", "enc", "enc.0", "dec", "dec.0", "part.0", "a.b.c.d"]
+            .into_iter()
+            .collect();
+        let named = |path| {
+            let row = row_name(path, path.rsplit('.').next().unwrap_or(path), &recorded);
+            (row.name, row.depth)
+        };
+        assert_eq!(named("enc"), ("enc", 1));
+        assert_eq!(named("enc.0"), ("0", 2));
+        // `part` never ran: its child is named by its path, at the top level.
+        assert_eq!(named("part.0"), ("part.0", 1));
+        assert_eq!(named("a.b.c.d"), ("a.b.c.d", 1));
+        assert_eq!(named("enc.x.y"), ("x.y", 2));
+        assert_eq!(named(""), ("", 0));
+    }
 }

@@ -60,19 +60,40 @@ pub const DEFAULT_COLUMNS: [Column; 5] = [
     Column::Macs,
 ];
 
-/// A column name that is not one of [`COLUMN_NAMES`].
+/// Column names that choose no table: a name that is not one of [`COLUMN_NAMES`], or one that
+/// names a column an earlier name already chose.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownColumn(pub String);
+pub enum UnknownColumn {
+    /// The name is not one of [`COLUMN_NAMES`].
+    Unknown(String),
+    /// The name chooses the same column as the earlier name (a repeat or an alias).
+    Repeated {
+        /// The later name.
+        name: String,
+        /// The earlier name of the same column.
+        earlier: String,
+    },
+}
 
 impl fmt::Display for UnknownColumn {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = COLUMN_NAMES.iter().map(|(name, _)| *name).collect();
-        write!(
-            f,
-            "unknown column {:?}; the columns are {}",
-            self.0,
-            names.join(", ")
-        )
+        match self {
+            UnknownColumn::Unknown(name) => {
+                let names: Vec<&str> = COLUMN_NAMES.iter().map(|(name, _)| *name).collect();
+                write!(
+                    f,
+                    "unknown column {name:?}; the columns are {}",
+                    names.join(", ")
+                )
+            }
+            UnknownColumn::Repeated { name, earlier } if name == earlier => {
+                write!(f, "column {name:?} is named twice; name each column once")
+            }
+            UnknownColumn::Repeated { name, earlier } => write!(
+                f,
+                "column {name:?} is the column {earlier:?} already chose; name each column once"
+            ),
+        }
     }
 }
 
@@ -85,20 +106,24 @@ impl Column {
             .iter()
             .find(|(known, _)| *known == name)
             .map(|(_, column)| *column)
-            .ok_or_else(|| UnknownColumn(name.to_owned()))
+            .ok_or_else(|| UnknownColumn::Unknown(name.to_owned()))
     }
 
-    /// The columns of `names` in their order, each once (a repeated column is kept where it
-    /// first appears).
+    /// The columns of `names` in their order; a name that chooses a column an earlier one
+    /// already chose (a repeat, or an alias such as `num_params` and `parameters`) is an error.
     pub fn from_names<S: AsRef<str>>(names: &[S]) -> Result<Vec<Column>, UnknownColumn> {
-        let mut columns = Vec::with_capacity(names.len());
+        let mut columns: Vec<(Column, &str)> = Vec::with_capacity(names.len());
         for name in names {
             let column = Column::from_name(name.as_ref())?;
-            if !columns.contains(&column) {
-                columns.push(column);
+            if let Some((_, earlier)) = columns.iter().find(|(chosen, _)| *chosen == column) {
+                return Err(UnknownColumn::Repeated {
+                    name: name.as_ref().to_owned(),
+                    earlier: (*earlier).to_owned(),
+                });
             }
+            columns.push((column, name.as_ref()));
         }
-        Ok(columns)
+        Ok(columns.into_iter().map(|(column, _)| column).collect())
     }
 
     /// The column's header in the text table.
@@ -142,8 +167,20 @@ mod tests {
                 .starts_with("unknown column \"flops\"; the columns are input_size, output_size,")
         );
         assert_eq!(
-            Column::from_names(&["output_size", "num_params", "parameters", "output_size"]),
-            Ok(vec![Column::OutputSize, Column::Parameters])
+            Column::from_names(&["output_size", "num_params", "macs"]),
+            Ok(vec![Column::OutputSize, Column::Parameters, Column::Macs])
+        );
+        assert_eq!(
+            Column::from_names(&["num_params", "parameters"])
+                .expect_err("an alias")
+                .to_string(),
+            "column \"parameters\" is the column \"num_params\" already chose; name each column once"
+        );
+        assert_eq!(
+            Column::from_names(&["macs", "macs"])
+                .expect_err("a repeat")
+                .to_string(),
+            "column \"macs\" is named twice; name each column once"
         );
         for (name, column) in COLUMN_NAMES {
             assert_eq!(Column::from_name(name), Ok(column));

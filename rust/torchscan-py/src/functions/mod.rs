@@ -21,6 +21,7 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<i32> {
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(report::validate_report_json, module)?)?;
     module.add_function(wrap_pyfunction!(report::format_summary_json, module)?)?;
+    module.add_function(wrap_pyfunction!(report::check_summary_columns, module)?)?;
     module.add_function(wrap_pyfunction!(diff::compare_reports_json, module)?)?;
     module.add_function(wrap_pyfunction!(
         benchmark_comparison::compare_benchmarks_json,

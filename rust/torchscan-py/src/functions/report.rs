@@ -43,6 +43,15 @@ pub(super) fn format_summary_json(
         .map_err(|problems| validation_error(py, problems))
 }
 
+/// Checks the analysis table's column names (`col_names`): `ValueError` naming an unknown name,
+/// or one that chooses a column an earlier name chose.
+#[pyfunction]
+pub(super) fn check_summary_columns(names: Vec<String>) -> PyResult<()> {
+    torchscan_core::summary::Column::from_names(&names)
+        .map(|_| ())
+        .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
+}
+
 /// The self-contained HTML page of report JSON text; raises `ReportValidationError` when invalid.
 #[pyfunction]
 pub(super) fn render_report_json(py: Python<'_>, text: &str) -> PyResult<String> {
