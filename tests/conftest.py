@@ -63,3 +63,21 @@ def dev_null_stays_a_device() -> Iterator[None]:
     yield
     after = _dev_null_kind()
     assert after == "a character device", f"/dev/null was {before} at the start, now {after}"
+
+
+@pytest.fixture
+def full_device(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of /dev/full (character device 1, 7) made with mknod in a folder of its own.
+
+    No test writes the real device. Where mknod is not permitted the test skips, except under
+    ``CI=true`` (CI runs as root), where it fails.
+    """
+    path = tmp_path_factory.mktemp("devices") / "full"
+    try:
+        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    except OSError as error:
+        reason = f"mknod of a /dev/full copy is not permitted here: {error}"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return path

@@ -418,17 +418,6 @@ def test_a_fifo_is_written_directly(bench: Path, fifo: FifoReader) -> None:
     report_of(fifo.finish().decode("utf-8"))
 
 
-@pytest.fixture
-def full_device(tmp_path: Path) -> Path:
-    """A copy of /dev/full (character device 1, 7) made with mknod in a temporary folder."""
-    path = tmp_path / "full"
-    try:
-        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
-    except (PermissionError, OSError) as error:
-        pytest.skip(f"mknod of a /dev/full copy is not permitted here: {error}")
-    return path
-
-
 def test_a_full_device_fails_the_same_way_as_a_file_and_as_stdout(
     bench: Path, full_device: Path
 ) -> None:

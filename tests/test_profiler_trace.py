@@ -273,12 +273,13 @@ def test_bad_traces_are_refused_before_the_workload_runs(
 
 
 @pytest.mark.usefixtures("no_scratch_left")
-def test_a_failing_write_leaves_no_file_and_names_no_trace(tmp_path: Path) -> None:
-    # A link to /dev/full: the writer writes through it, and the device refuses every byte.
-    if not os.path.exists("/dev/full"):
-        pytest.skip("this system has no /dev/full")
+def test_a_failing_write_leaves_no_file_and_names_no_trace(
+    tmp_path: Path, full_device: Path
+) -> None:
+    # A link to a mknod copy of /dev/full: the writer writes through it, and the device refuses
+    # every byte.
     path = tmp_path / "trace.json"
-    path.symlink_to("/dev/full")
+    path.symlink_to(full_device)
     report = measure_workload(Linear(), profiler_calls=2, profiler_trace=path, **PROFILER_ONLY)
     assert report["profiler"]["status"] == "complete"
     assert "trace" not in report["profiler"]
@@ -287,7 +288,7 @@ def test_a_failing_write_leaves_no_file_and_names_no_trace(tmp_path: Path) -> No
     ]
     assert torchscan.validate_report(report) == "benchmark"
     assert sorted(os.listdir(tmp_path)) == ["trace.json"]  # the link alone, no temporary file
-    assert path.is_symlink() and os.readlink(path) == "/dev/full"
+    assert path.is_symlink() and os.readlink(path) == str(full_device)
     with pytest.raises(IncompleteMeasurementError) as raised:
         measure_workload(
             Linear(), profiler_calls=2, profiler_trace=path, strict=True, **PROFILER_ONLY

@@ -360,8 +360,8 @@ def test_more_shapes_than_positional_inputs_says_how_many_the_forward_takes() ->
 
 def test_a_column_named_twice_is_refused() -> None:
     for names, said in (
-        (["macs", "macs"], 'column "macs" is named twice'),
-        (["num_params", "parameters"], 'column "parameters" is the column "num_params" already'),
+        (["macs", "macs"], "column 'macs' is named twice"),
+        (["num_params", "parameters"], "column 'parameters' is the column 'num_params' already"),
     ):
         with pytest.raises(InvalidArgumentError, match=said):
             summary(Counting(), (4,), col_names=names, file=io.StringIO())

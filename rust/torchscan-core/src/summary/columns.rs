@@ -82,16 +82,16 @@ impl fmt::Display for UnknownColumn {
                 let names: Vec<&str> = COLUMN_NAMES.iter().map(|(name, _)| *name).collect();
                 write!(
                     f,
-                    "unknown column {name:?}; the columns are {}",
+                    "unknown column '{name}'; the columns are {}",
                     names.join(", ")
                 )
             }
             UnknownColumn::Repeated { name, earlier } if name == earlier => {
-                write!(f, "column {name:?} is named twice; name each column once")
+                write!(f, "column '{name}' is named twice; name each column once")
             }
             UnknownColumn::Repeated { name, earlier } => write!(
                 f,
-                "column {name:?} is the column {earlier:?} already chose; name each column once"
+                "column '{name}' is the column '{earlier}' already chose; name each column once"
             ),
         }
     }
@@ -164,7 +164,7 @@ mod tests {
         assert!(
             error
                 .to_string()
-                .starts_with("unknown column \"flops\"; the columns are input_size, output_size,")
+                .starts_with("unknown column 'flops'; the columns are input_size, output_size,")
         );
         assert_eq!(
             Column::from_names(&["output_size", "num_params", "macs"]),
@@ -174,13 +174,13 @@ mod tests {
             Column::from_names(&["num_params", "parameters"])
                 .expect_err("an alias")
                 .to_string(),
-            "column \"parameters\" is the column \"num_params\" already chose; name each column once"
+            "column 'parameters' is the column 'num_params' already chose; name each column once"
         );
         assert_eq!(
             Column::from_names(&["macs", "macs"])
                 .expect_err("a repeat")
                 .to_string(),
-            "column \"macs\" is named twice; name each column once"
+            "column 'macs' is named twice; name each column once"
         );
         for (name, column) in COLUMN_NAMES {
             assert_eq!(Column::from_name(name), Ok(column));
