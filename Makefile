@@ -19,7 +19,7 @@ TEST_DEPS_STAMP := $(VENV)/.torchscan-test-deps
 EXT_STAMP := $(VENV)/.torchscan-extension
 RUST_SOURCES := Cargo.toml Cargo.lock $(shell find rust -type f \( -name '*.rs' -o -name 'Cargo.toml' -o -name '*.j2' \) 2>/dev/null)
 
-.PHONY: demo test lint rust-test python-test browser build bytecode schema clean dist dist-check docs test-floor
+.PHONY: demo test lint rust-test python-test browser build bytecode schema clean dist dist-check docs test-floor gpu-check
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -112,6 +112,11 @@ test-floor: $(DEPS_STAMP)
 	scripts/test-floor.sh $(PY) $(TORCH_FLOOR) -q
 
 # Regenerates the checked-in JSON Schema after a change to the Rust types.
+# Every CUDA test, the README example on CUDA and, with two GPUs, the DDP test on NCCL; at most
+# 5 minutes, on a machine with a CUDA device (it fails without one).
+gpu-check: $(EXT_STAMP) $(TEST_DEPS_STAMP) bytecode
+	bash scripts/gpu-check.sh $(PY)
+
 schema:
 	cargo run --quiet --locked -p torchscan-report -- schema > docs/schema/report.v1.schema.json
 

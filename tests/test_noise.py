@@ -136,6 +136,35 @@ def test_busy_fake_proc_gives_exact_ratios_and_names_every_metric_past_its_thres
     )
 
 
+def test_the_jobs_other_ranks_on_this_host_are_not_noise(tmp_path: Path) -> None:
+    """A distributed job's other rank's CPU time is taken out of other processes' share."""
+    fake = FakeProc(tmp_path)
+    peer = tmp_path / "peer_stat"
+    fake.sources = dataclasses.replace(fake.sources, peer_stats=(str(peer),))
+    sampler = NoiseSampler(fake.sources)
+
+    def peer_writes(utime: int) -> None:
+        fields = ["S", "1", "1", "1", "0", "-1", "4194560", "10", "0", "0", "0"]
+        fields += [str(utime), "0", "0", "0", "20", "0", "1"]
+        peer.write_text("4243 (python) " + " ".join(fields) + "\n", encoding="ascii")
+
+    peer_writes(1000)
+    fake.write(**BUSY_START)
+    first = dataclasses.replace(sampler.snapshot(), time_ns=0)
+    peer_writes(1200)  # the other rank used 200 of the 290 busy jiffies not this process's
+    fake.write(**BUSY_END)
+    last = dataclasses.replace(sampler.snapshot(), time_ns=int(0.5 * 1e9))
+    metrics = noise_metrics(NoiseRecord(first, last))
+    other = metrics["machine_other_cpu_ratio"]
+    assert other["value"] == 90 / 800
+    assert "the job's 1 other rank on this host" in other["method"]
+    # A peer that cannot be read makes the metric unavailable, never a smaller number.
+    peer.unlink()
+    fake.write(**BUSY_END)
+    gone = noise_metrics(NoiseRecord(first, sampler.snapshot()))["machine_other_cpu_ratio"]
+    assert gone["status"] == "unavailable" and "peer_stat" in gone["reason"]
+
+
 def test_quiet_fake_proc_gives_no_diagnostic(tmp_path: Path) -> None:
     fake = FakeProc(tmp_path)
     start = dict(BUSY_START)

@@ -175,6 +175,7 @@ def test_report_union_lists_every_kind() -> None:
         "output_check",
         "benchmark_comparison",
         "report_diff",
+        "distributed_benchmark",
     }
 
 

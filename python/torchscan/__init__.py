@@ -12,13 +12,16 @@ from ._metrics import metric_result
 from .check import check_outputs
 from .compare import compare_benchmarks, compare_reports
 from .crawl import crawl_module, summary
+from .distributed import merge_rank_reports
 from .errors import (
     ConcurrentAnalysisError,
+    DistributedMeasurementError,
     IncompleteAnalysisError,
     IncompleteMeasurementError,
     InvalidArgumentError,
     ModelInputError,
     ReportComparisonError,
+    ReportMergeError,
     ReportValidationError,
     TorchscanError,
 )
@@ -34,6 +37,7 @@ from .reports import (
     BenchmarkReport,
     Context,
     Diagnostic,
+    DistributedBenchmarkReport,
     FlopReport,
     Layer,
     LayerReport,
@@ -61,6 +65,8 @@ __all__ = [
     "ConcurrentAnalysisError",
     "Context",
     "Diagnostic",
+    "DistributedBenchmarkReport",
+    "DistributedMeasurementError",
     "Experiment",
     "FlopReport",
     "IncompleteAnalysisError",
@@ -76,6 +82,7 @@ __all__ = [
     "Report",
     "ReportComparisonError",
     "ReportDiff",
+    "ReportMergeError",
     "ReportValidationError",
     "ReportView",
     "TensorMemoryTracker",
@@ -90,6 +97,7 @@ __all__ = [
     "measure_flops",
     "measure_peak_memory",
     "measure_workload",
+    "merge_rank_reports",
     "metric_result",
     "render_report",
     "show",

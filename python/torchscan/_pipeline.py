@@ -105,14 +105,15 @@ def _input_metas(inputs: Any) -> list[ValueMeta]:
 
 
 def _timing_metrics(
-    run: TimingRun, work_units: float, work_unit: str
+    run: TimingRun, work_units: float, work_unit: str, clock: str | None = None
 ) -> tuple[dict[str, MetricResult], list[Diagnostic]]:
     timing = _core.block_timing(run.block_durations_s, run.calls_per_block)
     latency_s, iqr_s = timing.latency_s, timing.latency_iqr_s
     blocks = len(run.block_durations_s)
+    clock = clock or "time.perf_counter_ns; device synchronised at block edges"
     method = (
         f"median of per-call means of {blocks:,} timed blocks of {run.calls_per_block:,} calls "
-        "(time.perf_counter_ns; device synchronised at block edges)"
+        f"({clock})"
     )
     throughput = _core.throughput(run.block_durations_s, run.calls_per_block, work_units, work_unit)
     metrics = {
@@ -386,12 +387,21 @@ class Passes:
         self.output_dtypes: list[Any] = []
 
 
-def add_timing(passes: Passes, run: TimingRun | None, work_units: float, work_unit: str) -> None:
-    """Record a timing run, or the timing metrics as not requested when ``run`` is ``None``."""
+def add_timing(
+    passes: Passes,
+    run: TimingRun | None,
+    work_units: float,
+    work_unit: str,
+    clock: str | None = None,
+) -> None:
+    """Record a timing run, or the timing metrics as not requested when ``run`` is ``None``.
+
+    ``clock`` says how blocks were timed when it was not the default wall clock.
+    """
     if run is None:
         passes.values.update(_unavailable_timing(work_unit))
         return
-    timed, found = _timing_metrics(run, work_units, work_unit)
+    timed, found = _timing_metrics(run, work_units, work_unit, clock)
     passes.output_dtypes = passes.output_dtypes or list(run.output_dtypes)
     passes.values.update(timed)
     passes.diagnostics.extend(found)
@@ -409,15 +419,25 @@ def run_later_passes(
     profiler_time_s: float | None = None,
     profiler_budget: str | None = None,
     profiler_trace: str | None = None,
+    rss_unavailable: str | None = None,
+    on_pass: Callable[[str], None] | None = None,
 ) -> None:
     """The passes after timing, in order: process RSS, profiler, operator FLOPs, tensor memory.
 
-    The profiler pass runs at most ``profiler_calls`` calls within ``profiler_time_s`` seconds,
-    named ``profiler_budget`` in its diagnostic, and keeps its trace at ``profiler_trace`` (a
-    path checked by :func:`check_profiler_trace`; see :func:`~torchscan.profiling.run_profiler`).
+    The profiler pass runs at most ``profiler_calls`` calls within ``profiler_time_s`` seconds
+    (no time limit when ``None``), named ``profiler_budget`` in its diagnostic, and keeps its
+    trace at ``profiler_trace`` (a path checked by :func:`check_profiler_trace`; see
+    :func:`~torchscan.profiling.run_profiler`). ``rss_unavailable`` is the reason the process-RSS
+    child cannot run here, when it cannot; ``on_pass`` is told the name of each pass as it
+    starts.
     """
     values = passes.values
-    if "process_rss" in selected:
+    announce = on_pass if on_pass is not None else (lambda name: None)
+    if "process_rss" in selected and rss_unavailable is not None:
+        for key, scope in _RSS_SCOPES.items():
+            values[key] = _metrics.unavailable("B", scope, _RSS_METHOD, rss_unavailable)
+    elif "process_rss" in selected:
+        announce("the process RSS pass")
         rss, found = _rss_pass(workload, device, rss_timeout_s)
         values.update(rss)
         passes.diagnostics.extend(found)
@@ -426,12 +446,14 @@ def run_later_passes(
             values[key] = _metrics.unavailable("B", scope, _RSS_METHOD, NOT_REQUESTED)
 
     if "profiler" in selected:
+        announce("the profiler pass")
         passes.profiler, found = run_profiler(
             workload, device, profiler_calls, profiler_time_s, profiler_budget, profiler_trace
         )
         passes.diagnostics.extend(found)
 
     if "operator_flops" in selected:
+        announce("the operator FLOPs pass")
         passes.operator_flops, found, counter = _operator_flops_pass(workload)
         values["operator_flops"] = passes.operator_flops["total"]
         passes.diagnostics.extend(found)
@@ -443,6 +465,7 @@ def run_later_passes(
         )
 
     if "tensor_memory" in selected:
+        announce("the tensor memory pass")
         peak, reserved, found, stored = _memory_pass(workload, device)
         values["tensor_memory_peak"] = peak
         values["allocator_reserved_peak"] = reserved

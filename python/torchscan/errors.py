@@ -4,11 +4,13 @@ from __future__ import annotations
 
 __all__ = [
     "ConcurrentAnalysisError",
+    "DistributedMeasurementError",
     "IncompleteAnalysisError",
     "IncompleteMeasurementError",
     "InvalidArgumentError",
     "ModelInputError",
     "ReportComparisonError",
+    "ReportMergeError",
     "ReportValidationError",
     "TorchscanError",
 ]
@@ -144,6 +146,33 @@ class ReportComparisonError(TorchscanError):
 
     def __init__(self, reason: str) -> None:
         self.reason: str = reason
+        super().__init__(reason)
+
+
+class ReportMergeError(TorchscanError, ValueError):
+    """Rank reports that do not belong to one job cannot be merged; ``reason`` says why.
+
+    Raised by :func:`~torchscan.merge_rank_reports` when the reports are not ``benchmark``
+    reports of a distributed job, when ranks are missing or repeated, or when their world sizes,
+    backends, workloads, settings or aligned blocks differ.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason: str = reason
+        super().__init__(reason)
+
+
+class DistributedMeasurementError(TorchscanError, RuntimeError):
+    """The ranks of a distributed measurement lost each other: a rank died, hung or disagreed.
+
+    Raised by :func:`~torchscan.measure_workload` on the ranks that are still alive when a
+    barrier or an exchange of the measurement does not complete within ``rank_timeout_s``
+    seconds, or fails because a peer is gone. ``phase`` names where (for example ``block 3``).
+    """
+
+    def __init__(self, reason: str, phase: str) -> None:
+        self.reason: str = reason
+        self.phase: str = phase
         super().__init__(reason)
 
 

@@ -10,7 +10,9 @@ The timing loop reads a :class:`NoiseSnapshot` at the start and at the end of it
   all its threads), over the CPU time of all CPUs (every column of the ``cpu`` line but guest
   and guest_nice, which ``user`` and ``nice`` already include). The denominator is elapsed time
   x all online CPUs, not only the CPUs of the process's affinity mask: work on any CPU shares
-  caches, memory bandwidth and the package's power budget with the workload.
+  caches, memory bandwidth and the package's power budget with the workload. In a distributed
+  job, the CPU time of the job's other ranks on the same host (``/proc/<pid>/stat``) is taken
+  out too: they are the job, not noise.
 - ``cpu_steal_ratio``: the ``steal`` column over the same total.
 - ``involuntary_context_switches``: ``nonvoluntary_ctxt_switches`` of
   ``/proc/thread-self/status``, the thread that runs the timing loop, over the timed phase.
@@ -90,6 +92,9 @@ class NoiseSources:
     cpu_sysfs: str = "/sys/devices/system/cpu"
     cpus: tuple[int, ...] | None = None
     """CPUs whose frequency is read; ``None`` means the process's affinity mask."""
+    peer_stats: tuple[str, ...] = ()
+    """The ``stat`` files of the processes whose CPU time is the workload's own besides this
+    one (the job's other ranks on this host)."""
     linux: bool = field(default_factory=lambda: sys.platform.startswith("linux"))
 
 
@@ -102,6 +107,8 @@ class NoiseSnapshot:
     involuntary_switches: int | str
     frequencies_hz: tuple[float, ...] | str
     time_ns: int
+    peers: int = 0
+    """Processes besides this one whose CPU time ``own_jiffies`` includes."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,27 @@ def _read_own_jiffies(path: str) -> int | str:
         return int(fields[11]) + int(fields[12])
     except (IndexError, ValueError):
         return f"{path} has no utime and stime fields"
+
+
+def _read_jiffies_of(paths: tuple[str, ...]) -> int | str:
+    """The summed utime + stime of every process's ``stat`` file, or the first reason not."""
+    total = 0
+    for path in paths:
+        found = _read_own_jiffies(path)
+        if isinstance(found, str):
+            return found
+        total += found
+    return total
+
+
+def _other_method(peers: int) -> str:
+    if peers == 0:
+        return _OTHER_METHOD
+    return _OTHER_METHOD.replace(
+        "minus this process's utime + stime (/proc/self/stat)",
+        f"minus the utime + stime of this process and of the job's {peers} other "
+        f"rank{'s' if peers != 1 else ''} on this host (/proc/self/stat, /proc/<pid>/stat)",
+    )
 
 
 def _read_involuntary_switches(path: str) -> int | str:
@@ -205,10 +233,11 @@ class NoiseSampler:
             return NoiseSnapshot(_NOT_LINUX, _NOT_LINUX, _NOT_LINUX, _NOT_LINUX, 0)
         return NoiseSnapshot(
             cpu_jiffies=_read_cpu_jiffies(sources.proc_stat),
-            own_jiffies=_read_own_jiffies(sources.self_stat),
+            own_jiffies=_read_jiffies_of((sources.self_stat, *sources.peer_stats)),
             involuntary_switches=_read_involuntary_switches(sources.thread_status),
             frequencies_hz=_read_frequencies(sources.cpu_sysfs, self.cpus),
             time_ns=time.perf_counter_ns(),
+            peers=len(sources.peer_stats),
         )
 
 
@@ -233,10 +262,11 @@ def _first_reason(*readings: object) -> str | None:
 
 def _cpu_ratios(record: NoiseRecord) -> tuple[MetricResult, MetricResult]:
     start, end = record.start, record.end
+    other_method = _other_method(end.peers)
     reason = _first_reason(start.cpu_jiffies, end.cpu_jiffies)
     if reason is not None:
         return (
-            _metrics.unavailable("ratio", _CPU_SCOPE, _OTHER_METHOD, reason),
+            _metrics.unavailable("ratio", _CPU_SCOPE, other_method, reason),
             _metrics.unavailable("ratio", _CPU_SCOPE, _STEAL_METHOD, reason),
         )
     assert not isinstance(start.cpu_jiffies, str) and not isinstance(end.cpu_jiffies, str)
@@ -247,7 +277,7 @@ def _cpu_ratios(record: NoiseRecord) -> tuple[MetricResult, MetricResult]:
     if total <= 0:
         why = "the timed phase was shorter than one clock tick of /proc/stat"
         return (
-            _metrics.unavailable("ratio", _CPU_SCOPE, _OTHER_METHOD, why),
+            _metrics.unavailable("ratio", _CPU_SCOPE, other_method, why),
             _metrics.unavailable("ratio", _CPU_SCOPE, _STEAL_METHOD, why),
         )
     own_reason = _first_reason(start.own_jiffies, end.own_jiffies)
@@ -257,10 +287,10 @@ def _cpu_ratios(record: NoiseRecord) -> tuple[MetricResult, MetricResult]:
         other = busy - (end.own_jiffies - start.own_jiffies)
         # Both counters advance in whole ticks, sampled a little apart: clamp the rounding.
         other_ratio = _metrics.complete(
-            min(max(other / total, 0.0), 1.0), "ratio", _CPU_SCOPE, _OTHER_METHOD
+            min(max(other / total, 0.0), 1.0), "ratio", _CPU_SCOPE, other_method
         )
     else:
-        other_ratio = _metrics.unavailable("ratio", _CPU_SCOPE, _OTHER_METHOD, own_reason)
+        other_ratio = _metrics.unavailable("ratio", _CPU_SCOPE, other_method, own_reason)
     if len(deltas) > _STEAL_COLUMN:
         steal_ratio = _metrics.complete(
             min(max(deltas[_STEAL_COLUMN] / total, 0.0), 1.0), "ratio", _CPU_SCOPE, _STEAL_METHOD

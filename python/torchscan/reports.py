@@ -29,12 +29,17 @@ __all__ = [
     "CountedOperator",
     "Diagnostic",
     "DiffSide",
+    "DistributedBenchmarkReport",
+    "DistributedContext",
+    "DistributedJob",
+    "DistributedMetrics",
     "ExcludedOperator",
     "ExclusionClass",
     "FieldChange",
     "Flags",
     "FlopReport",
     "IgnoredOperator",
+    "JobBlock",
     "Layer",
     "LayerBuffers",
     "LayerChange",
@@ -56,13 +61,16 @@ __all__ = [
     "OutputCheckReport",
     "ParameterTotal",
     "PeakMemoryReport",
+    "ProcessGroupOrigin",
     "ProfiledOperator",
     "ProfilerPass",
     "ProfilerTrace",
+    "RankSummary",
     "ReceptiveField",
     "Report",
     "ReportDiff",
     "ReportDiffReport",
+    "Straggler",
     "StructureDifference",
     "TensorMeta",
     "TimingEvidence",
@@ -159,6 +167,26 @@ class Context(TypedDict):
     training_before: bool | None
     execution_mode: str | None
     devices: list[str]
+    distributed: NotRequired[DistributedContext | None]
+
+
+ProcessGroupOrigin = Literal["existing", "created"]
+
+
+class DistributedContext(TypedDict):
+    """A rank's place in a ``torch.distributed`` job (``context.distributed``).
+
+    ``process_group`` is ``existing`` when the caller had initialised ``torch.distributed``, and
+    ``created`` when torchscan initialised a group from ``RANK``/``WORLD_SIZE`` for its own
+    barriers and destroyed it afterwards.
+    """
+
+    rank: int
+    local_rank: int
+    world_size: int
+    backend: str
+    host: str
+    process_group: ProcessGroupOrigin
 
 
 class TensorMeta(TypedDict):
@@ -521,6 +549,8 @@ class TimingEvidence(TypedDict):
     block_durations_s: list[float]
     block_starts_s: NotRequired[list[float] | None]
     timer_overhead_s: float
+    barrier_waits_s: NotRequired[list[float] | None]
+    collectives_per_call: NotRequired[int | None]
 
 
 class BenchmarkMetrics(TypedDict):
@@ -540,6 +570,7 @@ class BenchmarkMetrics(TypedDict):
     cpu_steal_ratio: NotRequired[MetricResult | None]
     involuntary_context_switches: NotRequired[MetricResult | None]
     cpu_frequency: NotRequired[MetricResult | None]
+    rank_process_rss_peak: NotRequired[MetricResult | None]
 
 
 class ProfiledOperator(TypedDict):
@@ -807,6 +838,77 @@ class ReportDiffReport(TypedDict):
     layers: LayerChanges
 
 
+class DistributedJob(TypedDict):
+    """The job the ranks of a ``distributed_benchmark`` formed."""
+
+    world_size: int
+    backend: str
+    hosts: list[str]
+    work_units_per_call: float
+    collectives_per_call: NotRequired[int | None]
+
+
+class JobBlock(TypedDict):
+    """One aligned block across the ranks: the slowest rank's time and who it was."""
+
+    step_time_s: float
+    slowest_rank: int
+    spread_s: float
+
+
+class DistributedMetrics(TypedDict):
+    """The headline metrics of a distributed job."""
+
+    step_time: MetricResult
+    step_time_iqr: MetricResult
+    throughput: MetricResult
+    first_call: MetricResult
+    straggler_cost: MetricResult
+
+
+class Straggler(TypedDict):
+    """The rank the others waited for (``None`` when no rank was the slowest in most blocks)."""
+
+    rank: int | None
+    slowest_blocks: list[int]
+    cost_s: float | None
+    cost_ratio: float | None
+    method: str
+    reason: str | None
+
+
+class RankSummary(TypedDict):
+    """One rank's row of a ``distributed_benchmark``."""
+
+    rank: int
+    local_rank: int
+    host: str
+    device: str | None
+    latency: MetricResult
+    barrier_wait_s: float
+    tensor_memory_peak: MetricResult
+    allocator_reserved_peak: MetricResult
+    process_rss_peak: MetricResult
+
+
+class DistributedBenchmarkReport(TypedDict):
+    """The report of ``merge_rank_reports`` (and of ``measure_workload(gather=True)`` on rank 0)."""
+
+    schema_version: Literal[1]
+    kind: Literal["distributed_benchmark"]
+    context: Context
+    diagnostics: list[Diagnostic]
+    workload: Workload
+    settings: TimingSettings
+    job: DistributedJob
+    timing: TimingEvidence
+    blocks: list[JobBlock]
+    metrics: DistributedMetrics
+    straggler: Straggler
+    ranks: list[RankSummary]
+    rank_reports: list[BenchmarkReport]
+
+
 #: The names the product documentation uses for three report kinds.
 OutputCheck = OutputCheckReport
 BenchmarkComparison = BenchmarkComparisonReport
@@ -820,4 +922,5 @@ Report = Union[
     OutputCheckReport,
     BenchmarkComparisonReport,
     ReportDiffReport,
+    DistributedBenchmarkReport,
 ]

@@ -6,10 +6,11 @@ The passes, their checks and the report they make are the benchmark pass pipelin
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Literal, overload
 
 from ._devices import resolve_device
 from ._pipeline import (
@@ -29,11 +30,63 @@ from ._pipeline import (
     run_later_passes,
 )
 from .context import capture_context, current_flags
-from .errors import InvalidArgumentError
-from .reports import BenchmarkReport
+from .errors import DistributedMeasurementError, InvalidArgumentError
+from .reports import BenchmarkReport, DistributedBenchmarkReport
 from .timing import run_timing
 
 __all__ = ["DEFAULT_METRICS", "METRICS", "measure_workload"]
+
+_RSS_IN_JOB = (
+    "a fresh child process cannot join this job's process group (a workload that issues "
+    "collectives would wait for ranks that never come); rank_process_rss_peak gives this "
+    "rank's own process peak"
+)
+
+
+@overload
+def measure_workload(
+    workload: Callable[[], Any],
+    *,
+    device: str = ...,
+    inputs: Any = ...,
+    work_units: float = ...,
+    work_unit: str = ...,
+    metrics: Iterable[str] | None = ...,
+    print_summary: bool = ...,
+    strict: bool = ...,
+    min_time_s: float = ...,
+    max_time_s: float = ...,
+    min_blocks: int = ...,
+    warmup_time_s: float = ...,
+    profiler_calls: int = ...,
+    rss_timeout_s: float = ...,
+    profiler_trace: str | os.PathLike[str] | None = ...,
+    gather: Literal[False] = ...,
+    rank_timeout_s: float = ...,
+) -> BenchmarkReport: ...
+
+
+@overload
+def measure_workload(
+    workload: Callable[[], Any],
+    *,
+    device: str = ...,
+    inputs: Any = ...,
+    work_units: float = ...,
+    work_unit: str = ...,
+    metrics: Iterable[str] | None = ...,
+    print_summary: bool = ...,
+    strict: bool = ...,
+    min_time_s: float = ...,
+    max_time_s: float = ...,
+    min_blocks: int = ...,
+    warmup_time_s: float = ...,
+    profiler_calls: int = ...,
+    rss_timeout_s: float = ...,
+    profiler_trace: str | os.PathLike[str] | None = ...,
+    gather: bool,
+    rank_timeout_s: float = ...,
+) -> BenchmarkReport | DistributedBenchmarkReport: ...
 
 
 def measure_workload(
@@ -53,7 +106,9 @@ def measure_workload(
     profiler_calls: int = 100,
     rss_timeout_s: float = 120.0,
     profiler_trace: str | os.PathLike[str] | None = None,
-) -> BenchmarkReport:
+    gather: bool = False,
+    rank_timeout_s: float = 300.0,
+) -> BenchmarkReport | DistributedBenchmarkReport:
     """Measure ``workload`` (a zero-argument callable) on ``device``; return a ``BenchmarkReport``.
 
     ``inputs`` is recorded as metadata only (shapes, dtypes, devices), never passed to the
@@ -90,6 +145,23 @@ def measure_workload(
     ``profiler_trace`` is refused the same way when ``metrics`` leaves out ``profiler``, when it
     names a directory or a file in a directory that does not exist, or is not a path; with
     ``strict=True`` a trace not written (or covering fewer calls than profiled) is incomplete.
+
+    In a ``torch.distributed`` job (an initialised default process group, or ``RANK`` and
+    ``WORLD_SIZE`` above 1 as ``torchrun`` sets them, in which case a group is initialised from
+    the environment and destroyed afterwards) every rank must call ``measure_workload`` with the
+    same arguments. The report's ``context.distributed`` records rank, local rank, world size,
+    backend and host; warm-up and every timed block are aligned across ranks by barriers
+    outside the timed intervals (``timing.barrier_waits_s`` records this rank's wait before each
+    block), so block *i* times the same calls on every rank; a workload that issues collectives
+    of its own is timed one call per block. The profiler pass runs exactly ``profiler_calls``
+    calls on every rank, the process-RSS child is unavailable (``metrics.rank_process_rss_peak``
+    gives this rank's own process peak), and only rank 0 prints its summary. With
+    ``gather=True`` every rank's report is gathered onto rank 0, which returns the merged
+    ``distributed_benchmark`` report (see :func:`~torchscan.merge_rank_reports`) and prints its
+    summary; the other ranks return their own report. A rank that dies, hangs or stops calling
+    gives the others a :class:`~torchscan.DistributedMeasurementError` within
+    ``rank_timeout_s`` seconds (in (0, 86400]; default 300) at the next barrier. Outside a
+    job, ``gather`` changes nothing.
     """
     if not callable(workload):
         raise InvalidArgumentError(
@@ -102,11 +174,121 @@ def measure_workload(
     check_profiler_calls(profiler_calls)
     check_rss_timeout(rss_timeout_s)
     trace = check_profiler_trace(profiler_trace, selected)
+    if not isinstance(gather, bool):
+        raise InvalidArgumentError(f"gather must be True or False; got {gather!r}")
+    timeout_s = check_rank_timeout(rank_timeout_s)
 
+    from ._distributed import detect_job
+
+    job = detect_job(resolved, timeout_s)
+    if job is None:
+        report = _measure(
+            workload,
+            resolved,
+            selected,
+            budget,
+            profiler_calls,
+            rss_timeout_s,
+            trace,
+            inputs,
+            work_units,
+            work_unit,
+            None,
+        )
+        shown: BenchmarkReport | DistributedBenchmarkReport = report
+    else:
+        try:
+            report = _measure(
+                workload,
+                resolved,
+                selected,
+                budget,
+                profiler_calls,
+                rss_timeout_s,
+                trace,
+                inputs,
+                work_units,
+                work_unit,
+                job,
+            )
+            shown = _gather(report, job) if gather else report
+        except DistributedMeasurementError:
+            raise
+        except BaseException as error:
+            # The workload's own exception propagates unchanged; a note says where it came
+            # (Python 3.11 and later show notes with the traceback).
+            add_note = getattr(error, "add_note", None)
+            if add_note is not None:
+                add_note(
+                    f"torchscan: raised on {job.describe()} during {job.phase} of "
+                    "measure_workload; when it comes from a collective, another rank may have "
+                    "died or hung"
+                )
+            raise
+        finally:
+            job.close()
+    if print_summary and (job is None or job.rank == 0):
+        from .validation import format_summary
+
+        sys.stdout.write(format_summary(shown))
+        sys.stdout.flush()
+    if strict:
+        raise_if_incomplete(report, selected, trace_requested=trace is not None)
+    return shown
+
+
+def check_rank_timeout(rank_timeout_s: Any) -> float:
+    """``rank_timeout_s`` checked: a number of seconds in (0, 86400]."""
+    from . import _arguments
+
+    return _arguments.check_real(
+        "rank_timeout_s",
+        rank_timeout_s,
+        minimum=0.0,
+        maximum=86400.0,
+        minimum_open=True,
+        meaning="seconds a rank waits for the others at a barrier",
+    )
+
+
+def _measure(
+    workload: Callable[[], Any],
+    resolved: Any,
+    selected: tuple[str, ...],
+    budget: Any,
+    profiler_calls: int,
+    rss_timeout_s: float,
+    trace: str | None,
+    inputs: Any,
+    work_units: float,
+    work_unit: str,
+    job: Any,
+) -> BenchmarkReport:
+    """Every requested pass on this process; ``job`` aligns them across ranks when given."""
     flags = current_flags()
     passes = Passes([])
-    run = run_timing(workload, resolved, budget) if "latency" in selected else None
-    add_timing(passes, run, float(work_units), work_unit)
+    run = None
+    aligned = None
+    if "latency" in selected:
+        if job is None:
+            run = run_timing(workload, resolved, budget)
+        else:
+            from ._distributed import run_aligned_timing
+
+            aligned = run_aligned_timing(workload, resolved, budget, job)
+            run = aligned.run
+    clock = None
+    if aligned is not None:
+        clock = (
+            f"{aligned.clock_method}; blocks aligned across {job.world_size} ranks by a barrier "
+            "before each, outside the timed interval"
+        )
+    add_timing(passes, run, float(work_units), work_unit, clock)
+
+    def announce(name: str) -> None:
+        if job is not None:
+            job.phase = name
+
     run_later_passes(
         passes,
         workload,
@@ -114,24 +296,53 @@ def measure_workload(
         selected,
         profiler_calls,
         rss_timeout_s,
-        profiler_time_s=budget.max_time_s,
+        # In a job every rank profiles the same calls: a time limit could stop them apart.
+        profiler_time_s=budget.max_time_s if job is None else None,
+        profiler_budget=None if job is None else f"profiler_calls={profiler_calls}",
         profiler_trace=trace,
+        rss_unavailable=None if job is None else _RSS_IN_JOB,
+        on_pass=announce,
     )
+    context = capture_context(resolved, ranked_dtypes(passes, inputs), flags=flags, ranked=True)
+    if job is not None:
+        context["distributed"] = job.context()
     report = assemble_report(
         passes,
         name=getattr(workload, "__qualname__", None),
-        context=capture_context(resolved, ranked_dtypes(passes, inputs), flags=flags, ranked=True),
+        context=context,
         selected=selected,
         budget=budget,
         inputs=inputs,
         work_units=work_units,
         work_unit=work_unit,
     )
-    if print_summary:
-        from .validation import format_summary
+    if job is not None:
+        from . import _metrics
+        from ._distributed import rank_process_rss_peak
 
-        sys.stdout.write(format_summary(report))
-        sys.stdout.flush()
-    if strict:
-        raise_if_incomplete(report, selected, trace_requested=trace is not None)
+        if aligned is not None and report["timing"] is not None:
+            report["timing"]["barrier_waits_s"] = aligned.barrier_waits_s
+            if aligned.collectives_per_call is not None:
+                report["timing"]["collectives_per_call"] = aligned.collectives_per_call
+        peak = rank_process_rss_peak()
+        scope = "this rank's process: lifetime, imports and set-up included"
+        method = "getrusage(RUSAGE_SELF).ru_maxrss at the end of the measurement"
+        report["metrics"]["rank_process_rss_peak"] = (
+            _metrics.complete(peak, "B", scope, method)
+            if peak is not None
+            else _metrics.unavailable("B", scope, method, "getrusage is not available here")
+        )
+        job.phase = "the barrier after the passes"
+        job.barrier()
     return report
+
+
+def _gather(report: BenchmarkReport, job: Any) -> BenchmarkReport | DistributedBenchmarkReport:
+    """Every rank's report gathered; rank 0 gets the merged report, the others their own."""
+    job.phase = "the gather of the reports"
+    texts = job.all_gather_text(json.dumps(report))
+    if job.rank != 0:
+        return report
+    from .distributed import merge_rank_reports
+
+    return merge_rank_reports(texts)

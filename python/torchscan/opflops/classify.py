@@ -644,6 +644,10 @@ for _names, _class in (
 
 # Metadata queries of the ``prim`` namespace (``prim::device``): no kernel runs.
 _METADATA_NAMESPACES = frozenset({"prim"})
+# Collectives of torch.distributed (``c10d::allreduce_`` under DDP, the functional collectives of
+# FSDP2 and DTensor): they move data between ranks, and FLOP counters count them as no FLOPs by
+# convention (the additions of a reduction across ranks are communication, not model compute).
+_COMMUNICATION_NAMESPACES = frozenset({"c10d", "_c10d_functional", "_c10d_functional_autograd"})
 
 
 def operator_name(func: Any) -> str:
@@ -720,10 +724,12 @@ def named_class(name: str) -> ExclusionClass | None:
 
     By name alone: the operator itself, else the operator an in-place or ``_foreach_`` variant is
     of, else the forward operator of a backward kernel, in ``aten``; every operator of the
-    ``prim`` namespace (metadata queries). ``None`` means only tags or the schema could place it.
+    ``prim`` namespace (metadata queries) and every collective of ``torch.distributed``
+    (``c10d``, ``_c10d_functional``: data moved between ranks). ``None`` means only tags or the
+    schema could place it.
     """
     namespace, _, bare = name.rpartition("::")
-    if namespace in _METADATA_NAMESPACES:
+    if namespace in _METADATA_NAMESPACES or namespace in _COMMUNICATION_NAMESPACES:
         return "data_movement"
     if namespace not in ("aten", ""):
         return None

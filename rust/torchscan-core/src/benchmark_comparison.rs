@@ -1,8 +1,11 @@
 //! Comparing two benchmark reports: ratios with seeded bootstrap intervals and verdicts that use
 //! both significance and a minimum effect size; deltas withheld when the output check failed.
+//! Two merged distributed jobs (`distributed_benchmark`) are compared the same way, by their job
+//! views ([`job_view`]).
 
 use std::fmt;
 
+use crate::distributed::job_view;
 use crate::format::{NOT_RECORDED, dtypes_or, recorded_json_text, recorded_text};
 use crate::schema::benchmark::BenchmarkReport;
 use crate::schema::common::{
@@ -12,6 +15,7 @@ use crate::schema::comparison::{
     BenchmarkComparisonKind, BenchmarkComparisonReport, CheckStatus, CheckSummary, ComparedSide,
     ComparisonSettings, DeltaStatus, MetricDelta, Verdict,
 };
+use crate::schema::distributed::DistributedBenchmarkReport;
 use crate::schema::output_check::OutputCheckReport;
 use crate::{drift, stats};
 
@@ -69,6 +73,13 @@ pub enum BenchCompareError {
     InvalidOption(String),
     /// A paired comparison was asked for reports whose blocks do not pair up.
     NotPaired(String),
+    /// One side is a single-process `benchmark` and the other a merged `distributed_benchmark`.
+    DifferentKinds {
+        /// The baseline's kind.
+        baseline: String,
+        /// The candidate's kind.
+        candidate: String,
+    },
 }
 
 impl fmt::Display for BenchCompareError {
@@ -87,6 +98,15 @@ impl fmt::Display for BenchCompareError {
                 formatter,
                 "the reports cannot be compared round by round: {why}; compare reports of one \
                  interleaved run (torchscan.compare_workloads), or compare them as independent"
+            ),
+            BenchCompareError::DifferentKinds {
+                baseline,
+                candidate,
+            } => write!(
+                formatter,
+                "the baseline is a `{baseline}` report and the candidate a `{candidate}` report: \
+                 a single-process benchmark is compared with another, and a merged distributed \
+                 job (merge_rank_reports) with another"
             ),
         }
     }
@@ -900,6 +920,70 @@ pub fn compare_benchmarks_with(
     })
 }
 
+/// A side of a JSON comparison: one process's benchmark, or a merged distributed job.
+enum Timed {
+    Single(Box<BenchmarkReport>),
+    Job(Box<DistributedBenchmarkReport>),
+}
+
+impl Timed {
+    fn kind(&self) -> &'static str {
+        match self {
+            Timed::Single(_) => crate::ReportKind::Benchmark.as_str(),
+            Timed::Job(_) => crate::ReportKind::DistributedBenchmark.as_str(),
+        }
+    }
+}
+
+/// Compares two merged distributed jobs (made by
+/// [`merge_rank_reports`](crate::distributed::merge_rank_reports)) by their job views
+/// ([`job_view`]): latency is the step time (per block, the slowest rank's
+/// time per call) and throughput the job's, with the statistics and verdict rules of
+/// [`compare_benchmarks_with`]. An `info` `note` diagnostic says so.
+pub fn compare_distributed_with(
+    baseline: &DistributedBenchmarkReport,
+    candidate: &DistributedBenchmarkReport,
+    check: Option<&OutputCheckReport>,
+    options: &CompareOptions,
+    pairing: Pairing,
+) -> Result<BenchmarkComparisonReport, BenchCompareError> {
+    let mut report = compare_benchmarks_with(
+        &job_view(baseline),
+        &job_view(candidate),
+        check,
+        options,
+        pairing,
+    )?;
+    let job = |report: &DistributedBenchmarkReport| {
+        format!(
+            "{} {} on {}",
+            report.job.world_size,
+            if report.job.world_size == 1 {
+                "rank"
+            } else {
+                "ranks"
+            },
+            report.job.backend
+        )
+    };
+    report.diagnostics.push(Diagnostic {
+        code: DiagnosticCode::Note,
+        severity: Severity::Info,
+        metric: None,
+        message: format!(
+            "both sides are distributed jobs ({} -> {}), compared by their step time (per \
+             aligned block, the slowest rank's time per call) as latency and by the job's \
+             throughput (every rank's work over the summed step times); memory is the largest \
+             rank's peak and operator FLOPs the sum over the ranks",
+            job(baseline),
+            job(candidate)
+        ),
+        path: None,
+        operator: None,
+    });
+    Ok(report)
+}
+
 /// Why a JSON comparison produced no report.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BenchCompareFailure {
@@ -935,6 +1019,8 @@ fn read_side<T>(
 }
 
 /// Reads, validates and compares benchmark reports given as JSON text; returns pretty JSON.
+/// Both sides are `benchmark` reports, or both `distributed_benchmark` reports (compared by
+/// [`compare_distributed_with`]); a mix is refused ([`BenchCompareError::DifferentKinds`]).
 pub fn compare_benchmarks_json(
     baseline: &str,
     candidate: &str,
@@ -953,7 +1039,8 @@ pub fn compare_benchmarks_json_with(
     pairing: Pairing,
 ) -> Result<String, BenchCompareFailure> {
     let benchmark = |report: crate::Report| match report {
-        crate::Report::Benchmark(inner) => Some(*inner),
+        crate::Report::Benchmark(inner) => Some(Timed::Single(inner)),
+        crate::Report::DistributedBenchmark(inner) => Some(Timed::Job(inner)),
         _ => None,
     };
     let baseline = read_side("baseline", baseline, benchmark, "benchmark")?;
@@ -970,8 +1057,19 @@ pub fn compare_benchmarks_json_with(
             "output_check",
         )?),
     };
-    let report = compare_benchmarks_with(&baseline, &candidate, check.as_ref(), options, pairing)
-        .map_err(BenchCompareFailure::Refused)?;
+    let report = match (&baseline, &candidate) {
+        (Timed::Single(baseline), Timed::Single(candidate)) => {
+            compare_benchmarks_with(baseline, candidate, check.as_ref(), options, pairing)
+        }
+        (Timed::Job(baseline), Timed::Job(candidate)) => {
+            compare_distributed_with(baseline, candidate, check.as_ref(), options, pairing)
+        }
+        _ => Err(BenchCompareError::DifferentKinds {
+            baseline: baseline.kind().to_owned(),
+            candidate: candidate.kind().to_owned(),
+        }),
+    }
+    .map_err(BenchCompareFailure::Refused)?;
     let wrapped = crate::Report::BenchmarkComparison(Box::new(report));
     let problems = crate::validate::check_report(&wrapped);
     if !problems.is_empty() {

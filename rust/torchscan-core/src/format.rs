@@ -11,7 +11,9 @@ use std::fmt::Display;
 use serde::Serialize;
 
 use crate::schema::analysis::AnalysisMode;
-use crate::schema::common::{MetricResult, MetricStatus, TensorMeta, ValueMeta};
+use crate::schema::common::{
+    MetricResult, MetricStatus, ProcessGroupOrigin, TensorMeta, ValueMeta,
+};
 use crate::schema::comparison::Verdict;
 
 const BYTES_PER_MIB: f64 = 1024.0 * 1024.0;
@@ -508,6 +510,24 @@ pub fn page_metric_cell(metric: &MetricResult) -> (String, Option<String>) {
     }
 }
 
+/// A metric as a cell of a table whose rows each come from their own report (the ranks of a
+/// `distributed_benchmark`): the number as people read it ([`readable_number`]), `>= ` and the
+/// known value when partial, the status word (`unavailable`) otherwise, never a `-` a reader
+/// could take for zero; with the cell's `title` for the HTML page: the exact value when it
+/// differs, the reason of a metric without a value.
+pub fn status_metric_cell(metric: &MetricResult) -> (String, Option<String>) {
+    match (metric.status, metric.value, metric.known_value) {
+        (MetricStatus::Complete, Some(_), _) => readable_metric(metric),
+        (MetricStatus::Partial, _, Some(known)) => {
+            let exact = exact_number(known, &metric.unit);
+            let readable = readable_number(known, &metric.unit);
+            let title = (exact != readable).then_some(exact);
+            (format!(">= {readable}"), title)
+        }
+        (status, _, _) => (status.as_str().to_owned(), metric.reason.clone()),
+    }
+}
+
 /// The label of a benchmark's noise metric (by its key in `metrics`), for text and HTML.
 pub fn noise_label(key: &str) -> &'static str {
     match key {
@@ -670,6 +690,56 @@ pub fn verdict_words(verdict: Verdict) -> &'static str {
         Verdict::NoDetectableChange => "no detectable change",
         Verdict::Inconclusive => "inconclusive",
         Verdict::Withheld => "withheld",
+    }
+}
+
+/// A share as a percentage with one decimal: `23.8%`; `<0.1%` for a positive share that would
+/// show as `0.0%`, `>99.9%` for one below 1 that would show as `100.0%`.
+pub fn percent_text(ratio: f64) -> String {
+    let percent = ratio * 100.0;
+    if percent > 0.0 && percent < 0.05 {
+        "<0.1%".to_owned()
+    } else if (99.95..100.0).contains(&percent) {
+        ">99.9%".to_owned()
+    } else {
+        format!("{}%", group_thousands(percent, 1))
+    }
+}
+
+/// Ranks as people read them, consecutive ones as a range: `rank 1`, `ranks 0, 2`,
+/// `ranks 0-3, 6`; `no rank` for none. The ranks are sorted and each counted once.
+pub fn ranks_text(ranks: &[u64]) -> String {
+    let mut sorted = ranks.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for rank in sorted.iter().copied() {
+        match runs.last_mut() {
+            Some((_, end)) if end.checked_add(1) == Some(rank) => *end = rank,
+            _ => runs.push((rank, rank)),
+        }
+    }
+    let text = runs
+        .iter()
+        .map(|&(start, end)| match end - start {
+            0 => start.to_string(),
+            1 => format!("{start}, {end}"),
+            _ => format!("{start}-{end}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    match sorted.len() {
+        0 => "no rank".to_owned(),
+        1 => format!("rank {text}"),
+        _ => format!("ranks {text}"),
+    }
+}
+
+/// Whose process group aligned the ranks of a distributed job, in words.
+pub fn process_group_words(origin: ProcessGroupOrigin) -> &'static str {
+    match origin {
+        ProcessGroupOrigin::Existing => "the caller's process group",
+        ProcessGroupOrigin::Created => "a process group torchscan created (env://)",
     }
 }
 
@@ -922,6 +992,24 @@ mod tests {
     }
 
     #[test]
+    fn status_metric_cells_name_the_status() {
+        let complete = MetricResult::complete(536_870_912.0, "B", "s", "m");
+        assert_eq!(
+            status_metric_cell(&complete),
+            ("512.0 MiB".to_owned(), Some("536,870,912 B".to_owned()))
+        );
+        assert_eq!(
+            status_metric_cell(&partial(2_000.0, Some("why"))),
+            (">= 2.000 kFLOPs".to_owned(), Some("2,000 FLOPs".to_owned()))
+        );
+        let unavailable = MetricResult::unavailable("B", "s", "m", "no getrusage");
+        assert_eq!(
+            status_metric_cell(&unavailable),
+            ("unavailable".to_owned(), Some("no getrusage".to_owned()))
+        );
+    }
+
+    #[test]
     fn metric_cells() {
         let complete = MetricResult::complete(-1_500.0, "FLOPs", "s", "m");
         assert_eq!(table_metric_cell(&complete), "-1,500");
@@ -1016,5 +1104,24 @@ mod tests {
         assert_eq!(serde_name(&1.5), "");
         assert_eq!(noise_label("cpu_steal_ratio"), "CPU steal");
         assert_eq!(noise_label("cpu_frequency"), "CPU frequency");
+        assert_eq!(percent_text(0.238_095), "23.8%");
+        assert_eq!(percent_text(0.0), "0.0%");
+        assert_eq!(percent_text(0.000_1), "<0.1%");
+        assert_eq!(percent_text(0.999_9), ">99.9%");
+        assert_eq!(percent_text(1.0), "100.0%");
+        assert_eq!(percent_text(12.5), "1,250.0%");
+        assert_eq!(
+            process_group_words(ProcessGroupOrigin::Existing),
+            "the caller's process group"
+        );
+        assert_eq!(ranks_text(&[]), "no rank");
+        assert_eq!(ranks_text(&[1]), "rank 1");
+        assert_eq!(ranks_text(&[1, 0]), "ranks 0, 1");
+        assert_eq!(ranks_text(&[6, 0, 1, 2, 3, 3]), "ranks 0-3, 6");
+        assert_eq!(ranks_text(&[0, 2, 4, 5]), "ranks 0, 2, 4, 5");
+        assert_eq!(
+            ranks_text(&[u64::MAX - 1, u64::MAX]),
+            format!("ranks {}, {}", u64::MAX - 1, u64::MAX)
+        );
     }
 }

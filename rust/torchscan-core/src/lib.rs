@@ -5,14 +5,16 @@
 //! ([`stats`]), the text summary ([`summary`]) and the HTML page ([`render`]), both formatted
 //! by one set of rules ([`format`](mod@format)). Two modules make the reports that compare
 //! others, each named after the report kind it makes: [`diff`] compares two analyses into a
-//! `report_diff` report, [`benchmark_comparison`] two benchmarks into a `benchmark_comparison`
-//! report.
+//! `report_diff` report, [`benchmark_comparison`] two benchmarks (or two merged distributed jobs)
+//! into a `benchmark_comparison` report. [`distributed`] merges the `benchmark` reports of every
+//! rank of a `torch.distributed` job into one `distributed_benchmark` report.
 //! Pure functions; no Python and no torch here.
 
 pub mod benchmark_comparison;
 pub mod call_tree;
 pub mod coverage;
 pub mod diff;
+pub mod distributed;
 pub mod drift;
 pub mod files;
 pub mod format;

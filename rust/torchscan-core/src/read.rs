@@ -17,8 +17,8 @@ use serde_json::Value;
 use crate::problem::{JsonPath, Problem};
 use crate::schema::common::READABLE_SCHEMA_VERSIONS;
 use crate::schema::{
-    AnalysisReport, BenchmarkComparisonReport, BenchmarkReport, FlopReport, OutputCheckReport,
-    PeakMemoryReport, Report, ReportDiffReport, ReportKind,
+    AnalysisReport, BenchmarkComparisonReport, BenchmarkReport, DistributedBenchmarkReport,
+    FlopReport, OutputCheckReport, PeakMemoryReport, Report, ReportDiffReport, ReportKind,
 };
 
 /// Prefix of the string a non-finite token is replaced with before parsing. It starts with a NUL
@@ -473,6 +473,9 @@ fn parse_sound(text: &str) -> Option<Report> {
         ReportKind::OutputCheck => Report::OutputCheck(Box::new(typed_fast(text)?)),
         ReportKind::BenchmarkComparison => Report::BenchmarkComparison(Box::new(typed_fast(text)?)),
         ReportKind::ReportDiff => Report::ReportDiff(Box::new(typed_fast(text)?)),
+        ReportKind::DistributedBenchmark => {
+            Report::DistributedBenchmark(Box::new(typed_fast(text)?))
+        }
     })
 }
 
@@ -518,6 +521,8 @@ fn parse_careful(text: &str) -> (Option<Report>, Vec<Problem>) {
         ReportKind::ReportDiff => {
             typed::<ReportDiffReport>(value).map(|r| Report::ReportDiff(Box::new(r)))
         }
+        ReportKind::DistributedBenchmark => typed::<DistributedBenchmarkReport>(value)
+            .map(|r| Report::DistributedBenchmark(Box::new(r))),
     };
     match report {
         Ok(report) => (Some(report), problems),

@@ -21,10 +21,14 @@ fn json_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// Every valid fixture: the reports, the bundled example, and the rank reports of a distributed
+/// job with their merge (`tests/fixtures/distributed/`, kept apart because `tests/distributed.rs`
+/// generates them).
 fn valid_files() -> Vec<PathBuf> {
     let root = repo_root();
     let mut files = json_files(&root.join("tests/fixtures/reports"));
     files.extend(json_files(&root.join("python/torchscan/data")));
+    files.extend(json_files(&root.join("tests/fixtures/distributed")));
     files
 }
 

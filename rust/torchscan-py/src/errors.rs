@@ -7,6 +7,7 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use torchscan_core::benchmark_comparison::BenchCompareFailure;
+use torchscan_core::distributed::MergeFailure;
 use torchscan_core::stats::StatsError;
 use torchscan_core::{CompareFailure, Problem, RenderFailure};
 
@@ -83,6 +84,17 @@ pub fn bench_compare_error(py: Python<'_>, failure: BenchCompareFailure) -> PyEr
                 .collect::<Vec<_>>()
                 .join("; ")
         )),
+    }
+}
+
+/// A merge that was not made: invalid input as `ReportValidationError` (paths prefixed
+/// `input N:`), a refusal as `ReportMergeError(reason)`, an invalid result (a bug) as
+/// `RuntimeError`.
+pub fn merge_error(py: Python<'_>, failure: MergeFailure) -> PyErr {
+    match failure {
+        MergeFailure::Invalid(problems) => validation_error(py, problems),
+        MergeFailure::Refused(error) => torchscan_error(py, "ReportMergeError", error.to_string()),
+        MergeFailure::Internal(_) => PyRuntimeError::new_err(failure.to_string()),
     }
 }
 

@@ -10,13 +10,14 @@ Examples:
   torchscan-report diff before.json after.json
   torchscan-report diff before.json after.json --format json -o diff.json
   torchscan-report compare baseline.json candidate.json --check check.json
+  torchscan-report merge rank0.json rank1.json -o job.json
   torchscan-report render workload.json -o workload.html
 
 Exit codes: 0 ok, 1 invalid input (including a file that is not UTF-8 text or whose JSON value is
 not an object), 2 usage (including standard input named twice, an input that cannot be read or is
 larger than --max-input-bytes, and an output that cannot be written).
-`diff` and `compare` also exit 1 when the two reports cannot be compared, and `compare` when a
---fail-on gate fails.
+`diff` and `compare` also exit 1 when the two reports cannot be compared, `merge` when the rank
+reports cannot be merged, and `compare` when a --fail-on gate fails.
 Inputs larger than 1 GiB are refused; --max-input-bytes or TORCHSCAN_MAX_INPUT_BYTES changes the
 limit. -o FILE replaces a regular file atomically (keeping its mode), writes through a symlink to
 its target and through every hard link, and writes a device or FIFO directly. An output that
@@ -75,10 +76,29 @@ Examples:
   cat candidate.json | torchscan-report compare baseline.json -
 
 The comparison is the one torchscan.compare_benchmarks returns, with the same defaults: the same
-reports and options give the same JSON, byte for byte.
+reports and options give the same JSON, byte for byte. Two merged distributed jobs (the reports
+of torchscan-report merge) are compared by their step time and job throughput; a benchmark and a
+merged job are not compared.
 Exit codes: 0 ok, 1 invalid input, reports that cannot be compared, or a verdict named by
 --fail-on (the output is written first), 2 usage (including an out-of-range option, an input that
 cannot be read and an output, -o FILE or standard output, that cannot be written).";
+
+/// After `torchscan-report merge --help`.
+pub const MERGE: &str = "\
+Examples:
+  torchscan-report merge rank0.json rank1.json
+  torchscan-report merge reports/rank*.json -o job.json
+  torchscan-report merge reports/rank*.json --format text
+  torchscan-report merge reports/rank*.json --format html -o job.html
+  torchscan-report compare job_before.json job_after.json
+
+The merge is the one torchscan.merge_rank_reports returns: the same rank reports, in any order,
+give the same JSON, byte for byte. It is refused (exit 1, the reason on standard error) when a
+report is not a `benchmark` of a rank of a distributed job, when ranks are missing or given twice,
+or when the ranks' world sizes, backends, workloads, settings or aligned blocks differ.
+Exit codes: 0 ok, 1 invalid input or rank reports that cannot be merged, 2 usage (including `-`
+named twice, an input that cannot be read and an output, -o FILE or standard output, that cannot
+be written).";
 
 /// After `torchscan-report render --help`.
 pub const RENDER: &str = "\

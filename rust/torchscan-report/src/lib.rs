@@ -1,9 +1,11 @@
 //! The `torchscan-report` command line over torchscan-core: saved reports are validated,
-//! summarised, compared, rendered and described without Python and without rerunning anything.
+//! summarised, compared, merged, rendered and described without Python and without rerunning
+//! anything.
 //!
 //! Exit codes: 0 success; 1 invalid input (a report that fails validation, is not valid UTF-8 or
 //! whose JSON value is not an object) or, for `diff` and `compare`, reports that cannot be
-//! compared, and for `compare` a failed `--fail-on` gate; 2 usage: bad arguments (including
+//! compared, for `merge` rank reports that cannot be merged, and for `compare` a failed
+//! `--fail-on` gate; 2 usage: bad arguments (including
 //! standard input named twice and a bad `--max-input-bytes` or `TORCHSCAN_MAX_INPUT_BYTES`), an
 //! input that cannot be read (missing, a directory, larger than the input limit, a device that
 //! never ends), and an output that cannot be written, be it `-o FILE` or standard output (a full
@@ -14,8 +16,10 @@
 
 mod compare;
 mod help;
+mod merge;
 
 pub use compare::{CompareArgs, GateVerdict};
+pub use merge::MergeArgs;
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
@@ -31,7 +35,7 @@ use torchscan_core::{
 /// Exit code: everything succeeded.
 pub const EXIT_OK: i32 = 0;
 /// Exit code: an input report is invalid, `diff` or `compare` refuses to compare the two reports,
-/// or a `compare --fail-on` gate failed.
+/// `merge` refuses to merge the rank reports, or a `compare --fail-on` gate failed.
 pub const EXIT_INVALID: i32 = 1;
 /// Exit code: bad arguments, an unreadable input or an output (file or standard output) that
 /// cannot be written.
@@ -40,7 +44,7 @@ pub const EXIT_USAGE: i32 = 2;
 /// The environment variable that sets the input limit when `--max-input-bytes` is not given.
 pub const MAX_INPUT_BYTES_VARIABLE: &str = "TORCHSCAN_MAX_INPUT_BYTES";
 
-/// Validate, summarise, compare, render and describe saved torchscan reports.
+/// Validate, summarise, compare, merge, render and describe saved torchscan reports.
 #[derive(Debug, Parser)]
 #[command(name = "torchscan-report", version, propagate_version = true, after_help = help::MAIN)]
 pub struct Cli {
@@ -98,10 +102,20 @@ pub enum Command {
     /// Compare two benchmark reports: ratios with bootstrap intervals and a verdict.
     ///
     /// The same comparison as `torchscan.compare_benchmarks`, with the same defaults. Both reports
-    /// must be valid `benchmark` reports of the same work per call; otherwise nothing is written
+    /// must be valid `benchmark` reports, or both merged `distributed_benchmark` reports (compared
+    /// by step time and job throughput), of the same work per call; otherwise nothing is written
     /// and the exit code is 1.
     #[command(display_name = "torchscan-report", after_help = help::COMPARE)]
     Compare(CompareArgs),
+    /// Merge the benchmark reports of every rank of a distributed job into one report.
+    ///
+    /// The same merge as `torchscan.merge_rank_reports`: the `distributed_benchmark` report, with
+    /// the job's step time (per aligned block, the slowest rank's), its throughput, the straggler
+    /// and every rank's report. The reports must be valid `benchmark` reports of every rank of one
+    /// job, each once, in any order, with the same workload, settings and aligned blocks;
+    /// otherwise nothing is written and the exit code is 1.
+    #[command(display_name = "torchscan-report", after_help = help::MERGE)]
+    Merge(MergeArgs),
     /// Render a report as one self-contained HTML page (inline CSS, no script, no external request).
     #[command(display_name = "torchscan-report", after_help = help::RENDER)]
     Render {
@@ -456,6 +470,7 @@ where
             (inputs, stdout, stderr),
         ),
         Command::Compare(args) => compare::compare(args, (inputs, stdout, stderr)),
+        Command::Merge(args) => merge::merge(args, (inputs, stdout, stderr)),
         Command::Render { file, output } => {
             render(file, output.as_deref(), (inputs, stdout, stderr))
         }

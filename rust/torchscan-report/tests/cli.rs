@@ -801,7 +801,9 @@ fn diff_html_is_the_page_of_the_diff_report() {
 
 #[test]
 fn every_command_help_has_examples() {
-    for command in ["validate", "summary", "schema", "diff", "compare", "render"] {
+    for command in [
+        "validate", "summary", "schema", "diff", "compare", "merge", "render",
+    ] {
         let output = run(&[command, "--help"], None);
         assert_eq!(output.status.code(), Some(0));
         let text = stdout(&output);
@@ -839,6 +841,7 @@ fn every_command_prints_the_same_version_line() {
         Some("schema"),
         Some("diff"),
         Some("compare"),
+        Some("merge"),
         Some("render"),
     ] {
         let args: Vec<&str> = command.into_iter().chain(["--version"]).collect();
@@ -846,4 +849,367 @@ fn every_command_prints_the_same_version_line() {
         assert_eq!(output.status.code(), Some(0), "{args:?}");
         assert_eq!(stdout(&output), expected, "{args:?}");
     }
+}
+
+const RANK0: &str = "distributed/rank0.json";
+const RANK1: &str = "distributed/rank1.json";
+const MERGED: &str = "distributed/merged.json";
+
+/// A fixture report, as JSON to change.
+fn fixture_value(relative: &str) -> serde_json::Value {
+    serde_json::from_str(&read(&fixture_str(relative))).expect("JSON")
+}
+
+/// Writes `value` as `name` in `dir`; its path.
+fn written(dir: &Path, name: &str, value: &serde_json::Value) -> String {
+    let path = dir.join(name);
+    fs::write(&path, serde_json::to_string_pretty(value).expect("JSON")).expect("written");
+    path.to_string_lossy().into_owned()
+}
+
+/// The fixture job with every block (and its start and barrier wait) `factor` times as long,
+/// each rank's statistics recomputed: the rank reports, written in `dir`.
+fn scaled_ranks(dir: &Path, factor: f64) -> [String; 2] {
+    [RANK0, RANK1].map(|relative| {
+        let mut report = fixture_value(relative);
+        let timing = &mut report["timing"];
+        for key in ["block_durations_s", "block_starts_s", "barrier_waits_s"] {
+            let scaled: Vec<f64> = timing[key]
+                .as_array()
+                .expect("numbers")
+                .iter()
+                .map(|v| v.as_f64().expect("number") * factor)
+                .collect();
+            timing[key] = serde_json::json!(scaled);
+        }
+        let blocks: Vec<f64> = timing["block_durations_s"]
+            .as_array()
+            .expect("blocks")
+            .iter()
+            .map(|v| v.as_f64().expect("number"))
+            .collect();
+        let calls = timing["calls_per_block"].as_u64().expect("calls");
+        let stats = torchscan_core::stats::block_timing(&blocks, calls).expect("timing");
+        let work_units = report["workload"]["work_units"].as_f64().expect("work");
+        for (key, value) in [
+            ("latency", stats.latency_s),
+            ("latency_iqr", stats.latency_iqr_s),
+            ("throughput", stats.throughput(work_units)),
+        ] {
+            report["metrics"][key]["value"] = serde_json::json!(value);
+            report["metrics"][key]["known_value"] = serde_json::json!(value);
+        }
+        let name = Path::new(relative).file_name().expect("name");
+        written(dir, &name.to_string_lossy(), &report)
+    })
+}
+
+#[test]
+fn merge_json_is_the_core_merge_byte_for_byte_in_any_order() {
+    let (rank0, rank1) = (fixture_str(RANK0), fixture_str(RANK1));
+    let expected = read(&fixture_str(MERGED));
+    for args in [
+        vec!["merge", &rank0, &rank1],
+        vec!["merge", &rank1, &rank0],
+        vec!["merge", &rank1, &rank0, "--format", "json"],
+    ] {
+        let output = run(&args, None);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        assert_eq!(stdout(&output), expected);
+        assert_eq!(stderr(&output), "");
+    }
+    assert_eq!(
+        torchscan_core::distributed::merge_rank_reports_json(&[&read(&rank1), &read(&rank0)]),
+        Ok(expected.clone())
+    );
+    // One input from standard input, the output to a file.
+    let dir = scratch("merge-json");
+    let out = dir.join("job.json");
+    let out_arg = out.to_string_lossy().into_owned();
+    let output = run(&["merge", &rank0, "-", "-o", &out_arg], Some(&read(&rank1)));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "");
+    assert_eq!(read(&out_arg), expected);
+    let valid = run(&["validate", &out_arg], None);
+    assert_eq!(valid.status.code(), Some(0), "{}", stdout(&valid));
+    fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn merge_text_and_html_show_the_merged_report() {
+    let (rank0, rank1) = (fixture_str(RANK0), fixture_str(RANK1));
+    let report = torchscan_core::read_report(&read(&fixture_str(MERGED))).expect("valid");
+    let text = run(&["merge", &rank0, &rank1, "--format", "text"], None);
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    assert_eq!(stdout(&text), torchscan_core::format_summary(&report));
+    let html = run(&["merge", &rank0, &rank1, "--format", "html"], None);
+    assert_eq!(html.status.code(), Some(0), "{}", stderr(&html));
+    assert_eq!(
+        stdout(&html),
+        torchscan_core::render_html(&report).expect("a page")
+    );
+}
+
+#[test]
+fn merge_refusals_and_invalid_input_exit_one_and_write_nothing() {
+    let dir = scratch("merge-refused");
+    let out = dir.join("job.json");
+    fs::write(&out, "previous").expect("previous file");
+    let out_arg = out.to_string_lossy().into_owned();
+    let rank0 = fixture_str(RANK0);
+    let rank1 = fixture_str(RANK1);
+    let refused = |args: &[&str], expected: String| {
+        let mut all = vec!["merge"];
+        all.extend(args);
+        all.extend(["-o", out_arg.as_str()]);
+        let output = run(&all, None);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        assert_eq!(stdout(&output), "");
+        assert_eq!(stderr(&output), format!("{expected}\n"), "{args:?}");
+    };
+    let changed = |name: &str, change: &dyn Fn(&mut serde_json::Value)| {
+        let mut value = fixture_value(RANK1);
+        change(&mut value);
+        written(&dir, name, &value)
+    };
+    let cannot = "torchscan-report: cannot merge the rank reports:";
+
+    let single = changed("single.json", &|v| {
+        v["context"]
+            .as_object_mut()
+            .expect("context")
+            .remove("distributed");
+        let timing = v["timing"].as_object_mut().expect("timing");
+        timing.remove("barrier_waits_s");
+        timing.remove("collectives_per_call");
+        v["metrics"]
+            .as_object_mut()
+            .expect("metrics")
+            .remove("rank_process_rss_peak");
+    });
+    refused(
+        &[&rank0, &single],
+        format!(
+            "{cannot} {single} was not measured in a distributed job (its context has no \
+             `distributed` member): merging needs the `benchmark` report of every rank of one job"
+        ),
+    );
+    let flops = fixture_str("reports/flops_square_matmul.json");
+    refused(
+        &[&rank0, &flops],
+        format!(
+            "{cannot} {flops} is a `flops` report: merging needs the `benchmark` report of every \
+             rank"
+        ),
+    );
+    refused(
+        &[&rank0, &rank1, &rank1],
+        format!(
+            "{cannot} rank 1 is given twice ({rank1} and {rank1}): merging needs each rank's \
+             report once"
+        ),
+    );
+    refused(
+        &[&rank0],
+        format!(
+            "{cannot} rank 1 of a world of 2 is missing: merging needs the report of every rank"
+        ),
+    );
+    let world = changed("world.json", &|v| {
+        v["context"]["distributed"]["world_size"] = serde_json::json!(3);
+    });
+    refused(
+        &[&rank0, &world],
+        format!(
+            "{cannot} rank 0 was measured in a world of 2 ranks and rank 1 in a world of 3: the \
+             reports are not of one job"
+        ),
+    );
+    let nccl = changed("nccl.json", &|v| {
+        v["context"]["distributed"]["backend"] = serde_json::json!("nccl");
+    });
+    refused(
+        &[&rank0, &nccl],
+        format!(
+            "{cannot} rank 0 used the `gloo` backend and rank 1 the `nccl` backend: the reports \
+             are not of one job"
+        ),
+    );
+    let renamed = changed("renamed.json", &|v| {
+        v["workload"]["name"] = serde_json::json!("eval_step");
+    });
+    refused(
+        &[&rank0, &renamed],
+        format!(
+            "{cannot} rank 0 and rank 1 measured different workloads (name `train_step` vs \
+             `eval_step`): every rank measures the same workload"
+        ),
+    );
+    let budget = changed("budget.json", &|v| {
+        v["settings"]["max_time_s"] = serde_json::json!(5.0);
+    });
+    refused(
+        &[&rank0, &budget],
+        format!(
+            "{cannot} rank 0 and rank 1 used different settings (max_time_s 2 vs 5): every rank \
+             uses the same timing budget"
+        ),
+    );
+    let untimed = changed("untimed.json", &|v| {
+        v["timing"] = serde_json::Value::Null;
+        for key in [
+            "first_call",
+            "latency",
+            "latency_iqr",
+            "throughput",
+            "machine_other_cpu_ratio",
+            "cpu_steal_ratio",
+            "involuntary_context_switches",
+            "cpu_frequency",
+        ] {
+            let metric = &mut v["metrics"][key];
+            metric["status"] = serde_json::json!("unavailable");
+            metric["value"] = serde_json::Value::Null;
+            metric["known_value"] = serde_json::Value::Null;
+            metric["reason"] = serde_json::json!("the timing pass failed");
+        }
+    });
+    refused(
+        &[&rank0, &untimed],
+        format!(
+            "{cannot} rank 1 has no timing evidence: merging needs the latency pass on every rank"
+        ),
+    );
+    let warm = changed("warm.json", &|v| {
+        v["timing"]["warmup_calls"] = serde_json::json!(15);
+    });
+    refused(
+        &[&rank0, &warm],
+        format!(
+            "{cannot} the blocks were not aligned: rank 0 ran 16 warm-up calls and rank 1 15; \
+             measure every rank in one distributed run, so that block i covers the same calls on \
+             each"
+        ),
+    );
+    // A rank report that is not valid: its problems, located in its file.
+    let unaligned = changed("unaligned.json", &|v| {
+        v["timing"]
+            .as_object_mut()
+            .expect("timing")
+            .remove("barrier_waits_s");
+    });
+    refused(
+        &[&rank0, &unaligned],
+        format!(
+            "{unaligned}: $.timing.barrier_waits_s: is required in a distributed job of 2 ranks: \
+             every timed block is aligned by a barrier whose wait is recorded"
+        ),
+    );
+    let output = run(&["merge", &rank0, "-", "-o", &out_arg], Some("[]"));
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).starts_with("<stdin>: $: "),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(fs::read_to_string(&out).expect("kept"), "previous");
+    fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn merge_usage_errors_exit_two() {
+    let rank0 = fixture_str(RANK0);
+    let rank1 = fixture_str(RANK1);
+    let none = run(&["merge"], None);
+    assert_eq!(none.status.code(), Some(2));
+    assert!(
+        stderr(&none).contains("<RANK_REPORT>..."),
+        "{}",
+        stderr(&none)
+    );
+    let two = run(&["merge", "-", "-"], Some("{}"));
+    assert_eq!(two.status.code(), Some(2));
+    assert_eq!(
+        stderr(&two),
+        "torchscan-report: standard input (`-`) can be named only once\n"
+    );
+    let missing = run(&["merge", &rank0, "/nonexistent/rank1.json"], None);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(stderr(&missing).contains("cannot read /nonexistent/rank1.json"));
+    let format = run(&["merge", &rank0, &rank1, "--format", "yaml"], None);
+    assert_eq!(format.status.code(), Some(2));
+    assert!(stderr(&format).contains("--format"), "{}", stderr(&format));
+    let unwritable = run(
+        &["merge", &rank0, &rank1, "-o", "/nonexistent/dir/job.json"],
+        None,
+    );
+    assert_eq!(unwritable.status.code(), Some(2));
+    assert!(stderr(&unwritable).contains("cannot write /nonexistent/dir/job.json"));
+}
+
+#[test]
+fn compare_two_merged_jobs_by_step_time() {
+    let dir = scratch("compare-merged");
+    let [rank0, rank1] = scaled_ranks(&dir, 2.0);
+    let slower = dir.join("slower.json");
+    let slower_arg = slower.to_string_lossy().into_owned();
+    let output = run(&["merge", &rank0, &rank1, "-o", &slower_arg], None);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let before = fixture_str(MERGED);
+    let output = run(&["compare", &before, &slower_arg, "--format", "json"], None);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let options = torchscan_core::benchmark_comparison::CompareOptions::default();
+    assert_eq!(
+        stdout(&output),
+        core_comparison(&read(&before), &read(&slower_arg), None, &options)
+    );
+    let comparison: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    assert_eq!(comparison["deltas"][0]["metric"], "latency");
+    assert_eq!(comparison["deltas"][0]["ratio"], 2.0);
+    assert_eq!(comparison["deltas"][1]["ratio"], 0.5);
+    let notes: Vec<&str> = comparison["diagnostics"]
+        .as_array()
+        .expect("diagnostics")
+        .iter()
+        .filter(|d| d["code"] == "note")
+        .map(|d| d["message"].as_str().expect("message"))
+        .collect();
+    assert!(
+        notes.iter().any(|note| note
+            .starts_with("both sides are distributed jobs (2 ranks on gloo -> 2 ranks on gloo)")),
+        "{notes:?}"
+    );
+    // A benchmark and a merged job are not compared.
+    let single = fixture_str(RANK0);
+    let output = run(&["compare", &single, &before], None);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stderr(&output),
+        format!(
+            "torchscan-report: cannot compare {single} and {before}: the baseline is a \
+             `benchmark` report and the candidate a `distributed_benchmark` report: a \
+             single-process benchmark is compared with another, and a merged distributed job \
+             (merge_rank_reports) with another\n"
+        )
+    );
+    fs::remove_dir_all(&dir).expect("clean up");
+}
+
+#[test]
+fn validate_accepts_the_distributed_fixtures_and_names_a_tampered_number() {
+    let files = [RANK0, RANK1, MERGED].map(fixture_str);
+    let mut args = vec!["validate"];
+    args.extend(files.iter().map(String::as_str));
+    let output = run(&args, None);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert_eq!(stderr(&output), "3 checked: 3 valid, 0 invalid\n");
+    let mut merged = fixture_value(MERGED);
+    merged["blocks"][0]["step_time_s"] = serde_json::json!(0.5);
+    let output = run(&["validate", "-"], Some(&merged.to_string()));
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        stdout(&output),
+        "<stdin>: $.blocks[0].step_time_s: 0.5 disagrees with 0.01171875, which merging \
+         rank_reports gives\n"
+    );
 }

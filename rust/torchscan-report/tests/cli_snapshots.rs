@@ -20,6 +20,9 @@ const CHECK_PASSED: &str = "tests/fixtures/reports/output_check_passed.json";
 const CHECK_FAILED: &str = "tests/fixtures/reports/output_check_failed.json";
 const FLOPS: &str = "tests/fixtures/reports/flops_square_matmul.json";
 const INVALID: &str = "tests/fixtures/invalid/block_duration_negative.json";
+const RANK0: &str = "tests/fixtures/distributed/rank0.json";
+const RANK1: &str = "tests/fixtures/distributed/rank1.json";
+const MERGED: &str = "tests/fixtures/distributed/merged.json";
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -56,7 +59,9 @@ fn scratch(name: &str) -> PathBuf {
 #[test]
 fn help_of_every_command() {
     assert_cmd_snapshot!("help", cli().arg("--help"));
-    for command in ["validate", "summary", "schema", "diff", "compare", "render"] {
+    for command in [
+        "validate", "summary", "schema", "diff", "compare", "merge", "render",
+    ] {
         assert_cmd_snapshot!(format!("help_{command}"), cli().args([command, "--help"]));
     }
 }
@@ -266,6 +271,49 @@ fn compare() {
             "-o",
             "/nonexistent/dir/out.txt"
         ])
+    );
+}
+
+#[test]
+fn merge() {
+    assert_cmd_snapshot!(
+        "merge_to_file",
+        cli().args(["merge", RANK1, RANK0, "-o", "/dev/null"])
+    );
+    assert_cmd_snapshot!(
+        "merge_rank_twice",
+        cli().args(["merge", RANK0, RANK1, RANK1])
+    );
+    assert_cmd_snapshot!("merge_missing_rank", cli().args(["merge", RANK1]));
+    assert_cmd_snapshot!("merge_not_a_benchmark", cli().args(["merge", RANK0, FLOPS]));
+    assert_cmd_snapshot!(
+        "merge_not_distributed",
+        cli().args(["merge", RANK0, BASELINE])
+    );
+    assert_cmd_snapshot!(
+        "merge_invalid_report",
+        cli().args(["merge", RANK0, INVALID])
+    );
+    assert_cmd_snapshot!(
+        "merge_invalid_stdin",
+        cli().args(["merge", RANK0, "-"]).pass_stdin("[]")
+    );
+    assert_cmd_snapshot!(
+        "merge_two_stdin",
+        cli().args(["merge", "-", "-"]).pass_stdin("{}")
+    );
+    assert_cmd_snapshot!("merge_no_report", cli().arg("merge"));
+    assert_cmd_snapshot!(
+        "merge_unwritable_output",
+        cli().args(["merge", RANK0, RANK1, "-o", "/nonexistent/dir/job.json"])
+    );
+    assert_cmd_snapshot!(
+        "compare_merged_jobs",
+        cli().args(["compare", MERGED, MERGED])
+    );
+    assert_cmd_snapshot!(
+        "compare_benchmark_with_merged_job",
+        cli().args(["compare", BASELINE, MERGED])
     );
 }
 

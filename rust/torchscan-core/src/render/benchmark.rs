@@ -10,9 +10,10 @@ use super::{
 };
 
 use crate::format::{
-    exact_number, float_count_text, noise_label, readable_number, readable_with_exact, serde_name,
+    NOT_RECORDED, exact_number, float_count_text, noise_label, plural, process_group_words,
+    readable_number, readable_with_exact, serde_name,
 };
-use crate::schema::benchmark::{BenchmarkReport, ProfilerTrace};
+use crate::schema::benchmark::{BenchmarkReport, ProfilerTrace, TimingEvidence};
 use crate::schema::peak_memory::PeakMemoryReport;
 use crate::stats;
 
@@ -44,8 +45,27 @@ fn spread_labels(lines_y: [f64; 3], first: f64, last: f64) -> [f64; 3] {
     placed
 }
 
+/// What a chart of timed blocks plots, in words for its caption.
+pub(super) struct BlockChartWords {
+    /// The blocks, after their count: `timed blocks`.
+    pub blocks: &'static str,
+    /// What each point is: `per-call mean of each block`.
+    pub points: &'static str,
+}
+
+/// The chart of a benchmark's timed blocks.
+const BENCHMARK_BLOCKS: BlockChartWords = BlockChartWords {
+    blocks: "timed blocks",
+    points: "per-call mean of each block",
+};
+
 fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
-    let timing = report.timing.as_ref()?;
+    block_chart(report.timing.as_ref()?, &BENCHMARK_BLOCKS)
+}
+
+/// The per-call time of every block of `timing`, in the order they ran, over its quartiles;
+/// `None` without blocks.
+pub(super) fn block_chart(timing: &TimingEvidence, words: &BlockChartWords) -> Option<Chart> {
     if timing.calls_per_block == 0 || timing.block_durations_s.is_empty() {
         return None;
     }
@@ -115,9 +135,11 @@ fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
         })
         .collect();
     let mut caption = format!(
-        "{} timed blocks of {} calls: per-call mean of each block; median {}, IQR {} to {}",
+        "{} {} of {} calls: {}; median {}, IQR {} to {}",
         float_count_text(n as u64),
+        words.blocks,
         float_count_text(timing.calls_per_block),
+        words.points,
         readable_number(median, "s"),
         readable_number(q1, "s"),
         readable_number(q3, "s"),
@@ -146,9 +168,45 @@ fn timing_chart(report: &BenchmarkReport) -> Option<Chart> {
     })
 }
 
+/// In a distributed job: where this rank stood, its waits at the barriers and the collectives of
+/// one call.
+fn distributed_section(report: &BenchmarkReport) -> Option<Section> {
+    let d = report.context.distributed.as_ref()?;
+    let mut facts = vec![
+        fact("Rank", format!("{} of {}", d.rank, d.world_size)),
+        fact("Local rank", d.local_rank.to_string()),
+        fact("Backend", d.backend.clone()),
+        fact("Host", d.host.clone()),
+        fact("Process group", process_group_words(d.process_group)),
+    ];
+    let timing = report.timing.as_ref();
+    match timing.and_then(|t| t.barrier_waits_s.as_deref()) {
+        Some(waits) => {
+            let mut total = number_fact("Barrier waits", waits.iter().sum(), "s");
+            total.value = format!("{} over {}", total.value, plural(waits.len(), "block"));
+            facts.push(total);
+        }
+        None => facts.push(fact("Barrier waits", NOT_RECORDED)),
+    }
+    if let Some(collectives) = timing.and_then(|t| t.collectives_per_call) {
+        facts.push(fact("Collectives per call", float_count_text(collectives)));
+    }
+    Some(Section {
+        title: "Distributed job".to_owned(),
+        note: Some(
+            "The blocks were aligned across the ranks by a barrier before each; the waits at \
+             the barriers are outside the timed intervals."
+                .to_owned(),
+        ),
+        facts,
+        ..Section::default()
+    })
+}
+
 pub(super) fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
     let m = &report.metrics;
     let w = &report.workload;
+    page.sections.extend(distributed_section(report));
     let mut facts = vec![];
     if let Some(name) = &w.name {
         facts.push(fact("Workload", name.clone()));
@@ -200,16 +258,20 @@ pub(super) fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
             ..Section::default()
         });
     }
+    let mut memory = vec![
+        card("PyTorch peak memory", &m.tensor_memory_peak),
+        card("Allocator reserved peak", &m.allocator_reserved_peak),
+        card("Process peak RSS", &m.process_rss_peak),
+        card("Workload peak RSS", &m.process_rss_workload_peak),
+        card("Baseline RSS after set-up", &m.process_rss_baseline),
+    ];
+    if let Some(rank_rss) = &m.rank_process_rss_peak {
+        memory.push(card("Rank process peak RSS", rank_rss));
+    }
     page.sections.push(Section {
         title: "Memory".to_owned(),
         note: Some("Each scope is measured on its own; they are never summed.".to_owned()),
-        cards: vec![
-            card("PyTorch peak memory", &m.tensor_memory_peak),
-            card("Allocator reserved peak", &m.allocator_reserved_peak),
-            card("Process peak RSS", &m.process_rss_peak),
-            card("Workload peak RSS", &m.process_rss_workload_peak),
-            card("Baseline RSS after set-up", &m.process_rss_baseline),
-        ],
+        cards: memory,
         ..Section::default()
     });
     match &report.operator_flops {

@@ -10,7 +10,8 @@
 //! context facts, the two contexts side by side, the diagnostics). One submodule per report
 //! family fills the sections, as in [`crate::summary`]: `analysis` (analysis and FLOP reports),
 //! `benchmark` (benchmark and peak-memory reports), `output_check`, `comparison` (benchmark
-//! comparisons) and `diff` (report diffs).
+//! comparisons), `diff` (report diffs) and `distributed` (the merged benchmarks of a distributed
+//! job).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -33,12 +34,14 @@ mod analysis;
 mod benchmark;
 mod comparison;
 mod diff;
+mod distributed;
 mod output_check;
 
 use analysis::{analysis_page, flops_page};
 use benchmark::{benchmark_page, peak_memory_page};
 use comparison::comparison_page;
 use diff::diff_page;
+use distributed::distributed_page;
 use output_check::output_check_page;
 
 const PAGE_TEMPLATE: &str = "page.html.j2";
@@ -435,6 +438,7 @@ fn build_page(report: &Report) -> Page {
         Report::OutputCheck(r) => output_check_page(&mut page, r),
         Report::BenchmarkComparison(r) => comparison_page(&mut page, r),
         Report::ReportDiff(r) => diff_page(&mut page, r),
+        Report::DistributedBenchmark(r) => distributed_page(&mut page, r),
     }
     page
 }

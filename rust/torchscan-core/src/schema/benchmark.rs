@@ -78,6 +78,17 @@ pub struct TimingEvidence {
     pub block_starts_s: Option<Vec<f64>>,
     /// Measured overhead of one timer read, in seconds.
     pub timer_overhead_s: f64,
+    /// In a distributed job (`context.distributed`): the time this rank waited at the barrier
+    /// before each block, in seconds, one per entry of `block_durations_s`; outside the timed
+    /// intervals. The rank that arrived last waits least. Absent outside a distributed job
+    /// (after 0.3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub barrier_waits_s: Option<Vec<f64>>,
+    /// In a distributed job: the collectives of the default process group that one call of the
+    /// workload issued (counted by the group's sequence number over the warm-up calls). Absent
+    /// outside a distributed job, and where the backend does not count them (after 0.3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub collectives_per_call: Option<u64>,
 }
 
 /// The headline metrics. Memory scopes are separate and never summed.
@@ -122,6 +133,11 @@ pub struct BenchmarkMetrics {
     /// of the timed phase (unit `Hz`). Absent in reports written before noise was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_frequency: Option<MetricResult>,
+    /// In a distributed job: the peak RSS of this rank's own process since it started (unit `B`,
+    /// `getrusage` `ru_maxrss`; imports and set-up included), since a fresh child process cannot
+    /// join the job's process group. Absent outside a distributed job (after 0.3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank_process_rss_peak: Option<MetricResult>,
 }
 
 impl BenchmarkMetrics {

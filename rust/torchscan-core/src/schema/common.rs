@@ -475,6 +475,40 @@ pub struct Context {
     /// sorted.
     #[serde(default)]
     pub devices: Vec<String>,
+    /// Where the report was made in a `torch.distributed` job: this process's rank, local rank,
+    /// the world size, the backend and the host. Absent outside a distributed job, and in
+    /// reports written before it was recorded (after 0.3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<DistributedContext>,
+}
+
+/// How the process group that aligned the ranks came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessGroupOrigin {
+    /// The caller had initialised `torch.distributed`; torchscan used its default group.
+    Existing,
+    /// `RANK` and `WORLD_SIZE` said so but no group was initialised: torchscan initialised one
+    /// from the environment (`env://`) for its own barriers and destroyed it afterwards.
+    Created,
+}
+
+/// A rank's place in a `torch.distributed` job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DistributedContext {
+    /// This process's global rank, below `world_size`.
+    pub rank: u64,
+    /// This process's rank on its host (`LOCAL_RANK`), below `world_size`.
+    pub local_rank: u64,
+    /// The number of ranks in the job (at least 1).
+    pub world_size: u64,
+    /// The process group's backend, for example `gloo` or `nccl`.
+    pub backend: String,
+    /// The host name of the machine this rank ran on.
+    pub host: String,
+    /// Whether the process group was the caller's or torchscan's own.
+    pub process_group: ProcessGroupOrigin,
 }
 
 /// Metadata of a value passed to or returned by a module or workload; never its contents.

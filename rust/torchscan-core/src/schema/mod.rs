@@ -29,6 +29,7 @@ pub mod benchmark;
 pub mod common;
 pub mod comparison;
 pub mod diff;
+pub mod distributed;
 pub mod flops;
 pub mod output_check;
 pub mod peak_memory;
@@ -41,6 +42,7 @@ pub use benchmark::BenchmarkReport;
 pub use common::{Context, Diagnostic, MetricResult, MetricStatus};
 pub use comparison::BenchmarkComparisonReport;
 pub use diff::ReportDiffReport;
+pub use distributed::DistributedBenchmarkReport;
 pub use flops::FlopReport;
 pub use output_check::OutputCheckReport;
 pub use peak_memory::PeakMemoryReport;
@@ -62,11 +64,13 @@ pub enum ReportKind {
     BenchmarkComparison,
     /// `report_diff`
     ReportDiff,
+    /// `distributed_benchmark`
+    DistributedBenchmark,
 }
 
 impl ReportKind {
     /// Every kind, in documentation order.
-    pub const ALL: [ReportKind; 7] = [
+    pub const ALL: [ReportKind; 8] = [
         ReportKind::Analysis,
         ReportKind::Flops,
         ReportKind::Benchmark,
@@ -74,6 +78,7 @@ impl ReportKind {
         ReportKind::OutputCheck,
         ReportKind::BenchmarkComparison,
         ReportKind::ReportDiff,
+        ReportKind::DistributedBenchmark,
     ];
 
     /// The `kind` tag as written in JSON.
@@ -86,6 +91,7 @@ impl ReportKind {
             ReportKind::OutputCheck => "output_check",
             ReportKind::BenchmarkComparison => "benchmark_comparison",
             ReportKind::ReportDiff => "report_diff",
+            ReportKind::DistributedBenchmark => "distributed_benchmark",
         }
     }
 
@@ -116,6 +122,8 @@ pub enum Report {
     BenchmarkComparison(Box<BenchmarkComparisonReport>),
     /// `compare_reports`.
     ReportDiff(Box<ReportDiffReport>),
+    /// `merge_rank_reports`.
+    DistributedBenchmark(Box<DistributedBenchmarkReport>),
 }
 
 impl Report {
@@ -129,6 +137,7 @@ impl Report {
             Report::OutputCheck(_) => ReportKind::OutputCheck,
             Report::BenchmarkComparison(_) => ReportKind::BenchmarkComparison,
             Report::ReportDiff(_) => ReportKind::ReportDiff,
+            Report::DistributedBenchmark(_) => ReportKind::DistributedBenchmark,
         }
     }
 
@@ -142,6 +151,7 @@ impl Report {
             Report::OutputCheck(r) => &r.context,
             Report::BenchmarkComparison(r) => &r.context,
             Report::ReportDiff(r) => &r.context,
+            Report::DistributedBenchmark(r) => &r.context,
         }
     }
 
@@ -155,6 +165,7 @@ impl Report {
             Report::OutputCheck(r) => &r.diagnostics,
             Report::BenchmarkComparison(r) => &r.diagnostics,
             Report::ReportDiff(r) => &r.diagnostics,
+            Report::DistributedBenchmark(r) => &r.diagnostics,
         }
     }
 }

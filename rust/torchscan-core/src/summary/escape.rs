@@ -356,6 +356,9 @@ pub fn escaped_report(report: &Report) -> Option<Report> {
             Report::BenchmarkComparison(Box::new(escaped(r.as_ref())?))
         }
         Report::ReportDiff(r) => Report::ReportDiff(Box::new(escaped(r.as_ref())?)),
+        Report::DistributedBenchmark(r) => {
+            Report::DistributedBenchmark(Box::new(escaped(r.as_ref())?))
+        }
     })
 }
 

@@ -3,7 +3,8 @@
 //!
 //! One submodule per report family, as in [`crate::render`]: `analysis` (analysis and FLOP
 //! reports), `benchmark` (benchmark and peak-memory reports), `output_check`, `comparison`
-//! (benchmark comparisons) and `diff` (report diffs); `context` and `escape` serve them all.
+//! (benchmark comparisons), `diff` (report diffs) and `distributed` (the merged benchmarks of a
+//! distributed job); `context` and `escape` serve them all.
 
 use std::fmt::Write as _;
 
@@ -15,6 +16,7 @@ mod columns;
 mod comparison;
 mod context;
 mod diff;
+mod distributed;
 mod escape;
 mod output_check;
 
@@ -23,6 +25,9 @@ mod output_check;
 pub use crate::format::{format_metric, group_thousands};
 pub use columns::{COLUMN_NAMES, Column, DEFAULT_COLUMNS, UnknownColumn};
 pub(crate) use context::{ContextRow, context_rows};
+pub(crate) use distributed::{
+    context_differences, first_call_rank, rank_diagnostics, rank_metric_notes,
+};
 pub use escape::{display_text, escaped_report, is_escaped_for_display};
 
 use crate::format::{display_path, serde_name};
@@ -31,6 +36,7 @@ use analysis::{summarize_analysis, summarize_flops};
 use benchmark::{summarize_benchmark, summarize_peak_memory};
 use comparison::summarize_comparison;
 use diff::summarize_diff;
+use distributed::summarize_distributed;
 use output_check::summarize_output_check;
 
 fn push_line(out: &mut String, indent: usize, text: &str) {
@@ -45,20 +51,25 @@ fn push_diagnostics(out: &mut String, diagnostics: &[Diagnostic]) {
     }
     push_line(out, 2, "Diagnostics:");
     for diagnostic in diagnostics {
-        let mut line = format!(
-            "{} {}: {}",
-            diagnostic.severity.as_str(),
-            serde_name(&diagnostic.code),
-            diagnostic.message
-        );
-        if let Some(path) = &diagnostic.path {
-            let _ = write!(line, " [module {}]", display_path(path));
-        }
-        if let Some(operator) = &diagnostic.operator {
-            let _ = write!(line, " [operator {operator}]");
-        }
-        push_line(out, 4, &line);
+        push_line(out, 4, &diagnostic_text(diagnostic));
     }
+}
+
+/// One diagnostic as a line of the summary: `warning code: message [module path] [operator op]`.
+fn diagnostic_text(diagnostic: &Diagnostic) -> String {
+    let mut line = format!(
+        "{} {}: {}",
+        diagnostic.severity.as_str(),
+        serde_name(&diagnostic.code),
+        diagnostic.message
+    );
+    if let Some(path) = &diagnostic.path {
+        let _ = write!(line, " [module {}]", display_path(path));
+    }
+    if let Some(operator) = &diagnostic.operator {
+        let _ = write!(line, " [operator {operator}]");
+    }
+    line
 }
 
 /// Display options of the text summary.
@@ -100,6 +111,7 @@ pub fn format_summary_with(report: &Report, options: &SummaryOptions) -> String 
         Report::OutputCheck(r) => summarize_output_check(&mut out, r),
         Report::BenchmarkComparison(r) => summarize_comparison(&mut out, r),
         Report::ReportDiff(r) => summarize_diff(&mut out, r),
+        Report::DistributedBenchmark(r) => summarize_distributed(&mut out, r),
     }
     out
 }

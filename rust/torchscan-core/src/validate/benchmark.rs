@@ -346,6 +346,74 @@ pub(super) fn check_benchmark(c: &mut Checker, report: &BenchmarkReport) {
     check_passes(c, report);
     check_memory_order(c, metrics);
     check_noise(c, report);
+    check_distributed_members(c, report);
+}
+
+/// The members only a rank of a distributed job records: barrier waits (one per block, finite,
+/// at least 0, required with several ranks), collectives per call and the rank's own RSS peak
+/// (bytes, a whole number), each only with `context.distributed`.
+fn check_distributed_members(c: &mut Checker, report: &BenchmarkReport) {
+    let place = report.context.distributed.as_ref();
+    const ONLY: &str =
+        "is recorded only by a rank of a distributed job (context.distributed is absent)";
+    if let Some(timing) = &report.timing {
+        c.at("timing", |c| {
+            match &timing.barrier_waits_s {
+                Some(waits) => c.at("barrier_waits_s", |c| {
+                    if place.is_none() {
+                        c.problem(ONLY);
+                    }
+                    let blocks = timing.block_durations_s.len();
+                    if waits.len() != blocks {
+                        c.problem(format!(
+                            "has {} waits for {blocks} block durations; every timed block has \
+                             the wait before it",
+                            waits.len()
+                        ));
+                    }
+                    for (index, wait) in waits.iter().enumerate() {
+                        if !(wait.is_finite() && *wait >= 0.0) {
+                            c.at_index(index, |c| {
+                                c.problem(format!("must be finite and at least 0, found {wait}"))
+                            });
+                        }
+                    }
+                }),
+                None => {
+                    if let Some(place) = place.filter(|place| place.world_size > 1) {
+                        c.problem_at(
+                            "barrier_waits_s",
+                            format!(
+                                "is required in a distributed job of {} ranks: every timed \
+                                 block is aligned by a barrier whose wait is recorded",
+                                place.world_size
+                            ),
+                        );
+                    }
+                }
+            }
+            if timing.collectives_per_call.is_some() && place.is_none() {
+                c.problem_at("collectives_per_call", ONLY);
+            }
+        });
+    }
+    if let Some(metric) = &report.metrics.rank_process_rss_peak {
+        c.at("metrics", |c| {
+            check_metric(c, "rank_process_rss_peak", metric, Some("B"));
+            c.at("rank_process_rss_peak", |c| {
+                if place.is_none() {
+                    c.problem(ONLY);
+                }
+                for (field, number) in
+                    [("value", metric.value), ("known_value", metric.known_value)]
+                {
+                    if let Some(number) = number.filter(|number| number.fract() != 0.0) {
+                        c.problem_at(field, format!("bytes are a whole number, found {number}"));
+                    }
+                }
+            });
+        });
+    }
 }
 
 /// Ratios may exceed 1 or fall below 0 by this much (clock-tick rounding of `/proc/stat`)

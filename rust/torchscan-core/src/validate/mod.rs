@@ -9,10 +9,12 @@ use crate::schema::{Report, ReportKind};
 
 mod benchmark;
 mod comparison;
+mod distributed;
 mod model;
 
 use benchmark::{check_benchmark, check_peak_memory};
 use comparison::{check_comparison, check_diff, check_output_check};
+use distributed::check_distributed;
 use model::{check_analysis, check_flops};
 
 /// Relative tolerance for numbers a reader can recompute from other fields of the same report.
@@ -116,6 +118,27 @@ fn check_context(c: &mut Checker, context: &Context) {
     }
     if let Some(mode) = &context.execution_mode {
         c.non_empty("execution_mode", mode);
+    }
+    if let Some(place) = &context.distributed {
+        c.at("distributed", |c| {
+            if place.world_size < 1 {
+                c.problem_at("world_size", "must be at least 1");
+            } else {
+                for (key, rank) in [("rank", place.rank), ("local_rank", place.local_rank)] {
+                    if rank >= place.world_size {
+                        c.problem_at(
+                            key,
+                            format!(
+                                "must be below world_size ({}), found {rank}",
+                                place.world_size
+                            ),
+                        );
+                    }
+                }
+            }
+            c.non_empty("backend", &place.backend);
+            c.non_empty("host", &place.host);
+        });
     }
 }
 
@@ -284,6 +307,7 @@ pub fn check_report(report: &Report) -> Vec<Problem> {
         Report::OutputCheck(r) => check_output_check(c, r),
         Report::BenchmarkComparison(r) => check_comparison(c, r),
         Report::ReportDiff(r) => check_diff(c, r),
+        Report::DistributedBenchmark(r) => check_distributed(c, r),
     }
     debug_assert!(ReportKind::ALL.contains(&report.kind()));
     checker.problems

@@ -1,11 +1,12 @@
 //! The functions of `torchscan._core`, one submodule per report family: `report` (any report:
-//! validation, summary, HTML page), `analysis`, `benchmark`, `diff` and `benchmark_comparison`;
-//! the command line is here.
+//! validation, summary, HTML page), `analysis`, `benchmark`, `diff`, `benchmark_comparison` and
+//! `distributed` (merging rank reports); the command line is here.
 
 mod analysis;
 mod benchmark;
 mod benchmark_comparison;
 mod diff;
+mod distributed;
 mod report;
 
 use pyo3::prelude::*;
@@ -25,6 +26,10 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(diff::compare_reports_json, module)?)?;
     module.add_function(wrap_pyfunction!(
         benchmark_comparison::compare_benchmarks_json,
+        module
+    )?)?;
+    module.add_function(wrap_pyfunction!(
+        distributed::merge_rank_reports_json,
         module
     )?)?;
     module.add_function(wrap_pyfunction!(report::render_report_json, module)?)?;
