@@ -10,6 +10,7 @@
 - ``dies``: no process group of its own (``RANK``/``WORLD_SIZE`` from the environment); rank 1
   raises ``ValueError`` in its third call, so rank 0 must get a ``DistributedMeasurementError``.
 - ``hangs``: like ``dies``, but rank 1 sleeps far past ``rank_timeout_s`` in its third call.
+- ``disagree``: rank 1 passes another ``min_blocks`` than rank 0; both must refuse at once.
 
 Each rank writes ``outcome<R>.json``: the error's type, message, notes and phase, if any.
 """
@@ -124,8 +125,10 @@ def run_failing(torch: object, torchscan: object, rank: int, mode: str) -> None:
             time.sleep(600)
         weight @ weight
 
+    # ``disagree``: rank 1 asks for more blocks than rank 0.
+    blocks = 6 if mode == "disagree" and rank == 1 else 5
     torchscan.measure_workload(
-        work, min_time_s=0.2, min_blocks=5, print_summary=False, rank_timeout_s=5
+        work, min_time_s=0.2, min_blocks=blocks, print_summary=False, rank_timeout_s=5
     )
 
 

@@ -284,6 +284,19 @@ def test_a_rank_that_hangs_gives_the_others_a_timeout(tmp_path: Path) -> None:
     assert codes[0] == 3
 
 
+def test_ranks_that_disagree_on_the_arguments_are_refused_before_any_call(
+    tmp_path: Path,
+) -> None:
+    (rank0, rank1), codes = _launch_by_hand("disagree", tmp_path)
+    for outcome in (rank0, rank1):
+        assert outcome["error"] == "InvalidArgumentError", outcome
+        assert outcome["message"] == (
+            "every rank must call measure_workload with the same arguments: rank 0 passed "
+            "min_blocks=5 and rank 1 min_blocks=6"
+        )
+    assert codes == [3, 3]
+
+
 def test_outside_a_job_nothing_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
@@ -371,3 +384,69 @@ def test_the_documented_example_runs_under_torchrun(tmp_path: Path) -> None:
         text=True,
     ).stdout
     assert "Straggler" in summary
+
+
+BENCH = """
+import torch
+
+weight = torch.randn(64, 64)
+
+
+def workload():
+    return weight @ weight
+"""
+
+
+def _torchrun_measure(tmp_path: Path, *options: str) -> tuple[int, str]:
+    (tmp_path / "bench.py").write_text(BENCH, encoding="utf-8")
+    args = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "-m",
+        "torchscan",
+        "measure",
+        "bench.py:workload",
+        "--min-time",
+        "0.2",
+        *options,
+    ]
+    return _run_session(args, _env(), LAUNCH_TIMEOUT_S, tmp_path)
+
+
+def test_the_command_line_writes_one_report_per_rank(tmp_path: Path) -> None:
+    code, output = _torchrun_measure(tmp_path, "--json", "rank{rank}.json")
+    assert code == 0, output[-6000:]
+    ranks = [
+        json.loads((tmp_path / f"rank{rank}.json").read_text(encoding="utf-8")) for rank in (0, 1)
+    ]
+    for rank, report in enumerate(ranks):
+        # No group of the workload's own: torchscan made one from torchrun's environment.
+        assert report["context"]["distributed"]["rank"] == rank
+        assert report["context"]["distributed"]["process_group"] == "created"
+        # A plain matmul issues no collectives: blocks of several calls.
+        assert report["timing"]["collectives_per_call"] == 0
+    assert ranks[0]["timing"]["calls_per_block"] == ranks[1]["timing"]["calls_per_block"] > 1
+    # Rank 0's summary only.
+    assert "Distributed: rank 0 of 2" in output and "Distributed: rank 1 of 2" not in output
+    merged = merge_rank_reports(ranks)
+    assert merged["job"]["collectives_per_call"] == 0
+
+
+def test_the_command_line_refuses_paths_the_ranks_would_share(tmp_path: Path) -> None:
+    code, output = _torchrun_measure(tmp_path, "--json", "out.json")
+    assert code != 0
+    assert "put {rank} in the path (--json rank{rank}.json), or pass --gather" in output
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_the_command_line_gathers_onto_rank_0(tmp_path: Path) -> None:
+    code, output = _torchrun_measure(tmp_path, "--gather", "--json", "step.json")
+    assert code == 0, output[-6000:]
+    step = json.loads((tmp_path / "step.json").read_text(encoding="utf-8"))
+    assert validate_report(step) == "distributed_benchmark"
+    assert [r["context"]["distributed"]["rank"] for r in step["rank_reports"]] == [0, 1]
+    assert output.count("Step time (slowest rank") == 1

@@ -174,6 +174,27 @@ class RankJob:
             texts.append(raw[8 : 8 + length].decode("utf-8"))
         return texts
 
+    def agree(self, settings: dict[str, Any]) -> None:
+        """Check that every rank measures with the same ``settings`` (JSON-serializable).
+
+        Ranks that ran different passes or budgets would call the workload a different number
+        of times, and a workload with collectives would wait for ever: every rank raises the
+        same :class:`~torchscan.InvalidArgumentError`, naming the first setting that differs.
+        """
+        import json
+
+        texts = self.all_gather_text(json.dumps(settings, sort_keys=True, default=str))
+        mine = json.loads(texts[0])
+        for rank, text in enumerate(texts[1:], start=1):
+            theirs = json.loads(text)
+            for name in sorted(set(mine) | set(theirs)):
+                if mine.get(name) != theirs.get(name):
+                    raise InvalidArgumentError(
+                        f"every rank must call measure_workload with the same arguments: rank "
+                        f"0 passed {name}={mine.get(name)!r} and rank {rank} "
+                        f"{name}={theirs.get(name)!r}"
+                    )
+
     def local_peer_pids(self) -> list[int]:
         """The process ids of the job's other ranks that share this host's process namespace.
 

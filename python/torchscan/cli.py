@@ -179,10 +179,13 @@ def _run_user_code(run: Callable[[], Any]) -> Any:
     A torchscan error raised while no user code was running is a usage error (exit 2); any
     exception that came through the user's code is the user's (exit 1, with its traceback).
     """
-    from .errors import TorchscanError
+    from .errors import DistributedMeasurementError, TorchscanError
 
     try:
         return run()
+    except DistributedMeasurementError as error:
+        # Another rank died or hung: a failure of the run (exit 1), not of the command line.
+        raise _UserCodeError(error) from None
     except TorchscanError as error:
         if _raised_by_torchscan(error):
             raise UsageError(_one_line(str(error))) from None
@@ -371,23 +374,77 @@ def _measure(arguments: argparse.Namespace) -> int:
     _check_outputs(arguments.json, arguments.html)
     _check_workload_options(arguments)
     _check_profiler_trace(arguments)
+    from .errors import InvalidArgumentError
+    from .workload import check_rank_timeout
+
+    try:
+        check_rank_timeout(arguments.rank_timeout)
+    except InvalidArgumentError as error:
+        raise UsageError(_one_line(str(error))) from None
     workload = _load_reference(arguments.workload)
+    rank, world = _job_place()
+    json_path, html_path = _rank_outputs(arguments, rank, world)
     report = _run_user_code(
         lambda: measure_workload(
             workload,
             **_timing_options(arguments),
             profiler_trace=arguments.profiler_trace,
+            gather=arguments.gather,
+            rank_timeout_s=arguments.rank_timeout,
         )
     )
-    if arguments.json != "-":
+    writes = not (arguments.gather and rank != 0)
+    if json_path != "-" and rank == 0:
         _print_summary(report)
-    if arguments.json is not None:
-        _write_json(arguments.json, report)
-    if arguments.html:
+    if json_path is not None and writes:
+        _write_json(json_path, report)
+    if html_path and writes:
         from .render import render_report
 
-        _write_output(arguments.html, render_report(report).encode("utf-8"))
+        _write_output(html_path, render_report(report).encode("utf-8"))
     return 0
+
+
+def _job_place() -> tuple[int, int]:
+    """The rank of this process and the world size of its job; ``(0, 1)`` outside one."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return int(dist.get_rank()), int(dist.get_world_size())
+    try:
+        return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 0, 1  # measure_workload names the bad variable
+
+
+def _rank_outputs(
+    arguments: argparse.Namespace, rank: int, world: int
+) -> tuple[str | None, str | None]:
+    """The ``--json`` and ``--html`` paths of this rank, ``{rank}`` replaced by its rank.
+
+    In a job of several ranks each rank writes its own report unless ``--gather`` has rank 0
+    write the merged one, so a path without ``{rank}`` would have the ranks overwrite each
+    other: it is refused, as is ``--json -`` (the ranks' outputs would interleave).
+    """
+    paths = (arguments.json, arguments.html)
+    if world <= 1 or arguments.gather:
+        return paths
+    for option, path in (("--json", arguments.json), ("--html", arguments.html)):
+        if path == "-":
+            raise UsageError(
+                f"{option} - in a job of {world} ranks would interleave their reports: write "
+                f"files ({option} rank{{rank}}.json), or pass --gather so that rank 0 writes "
+                "the merged report"
+            )
+        if path and "{rank}" not in path:
+            raise UsageError(
+                f"{option} {path} in a job of {world} ranks: every rank writes its own report, "
+                f"so put {{rank}} in the path ({option} rank{{rank}}.json), or pass --gather so "
+                "that rank 0 writes the merged report"
+            )
+    return tuple(  # type: ignore[return-value]
+        path.replace("{rank}", str(rank)) if path else path for path in paths
+    )
 
 
 def _timing_options(arguments: argparse.Namespace) -> dict[str, Any]:
@@ -804,6 +861,21 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="keep the profiler pass's Chrome trace in this file (needs profiler in --metrics; "
         "gzip-compressed when it ends in .gz); open it in Perfetto or chrome://tracing",
+    )
+    measure.add_argument(
+        "--gather",
+        action="store_true",
+        help="under torchrun: rank 0 gathers every rank's report and writes the merged "
+        "distributed_benchmark report to --json/--html; the other ranks write nothing "
+        "(without it, each rank writes its own, {rank} in the paths)",
+    )
+    measure.add_argument(
+        "--rank-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="under torchrun: how long a rank waits for the others at a barrier before it "
+        "reports them dead or hung",
     )
     measure.set_defaults(handler=_measure)
     compare = commands.add_parser(

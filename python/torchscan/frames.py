@@ -1,4 +1,4 @@
-"""A report's tables as ``pandas.DataFrame`` s: layers, operators and timed blocks.
+"""A report's tables as ``pandas.DataFrame`` s: layers, operators, timed blocks and ranks.
 
 pandas is an optional dependency (the ``pandas`` extra), imported only when a table is asked for.
 Numbers stay in the report's SI units; a metric that is not complete is NaN beside its status,
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TABLES", "TABLE_COLUMNS", "Table", "to_frame"]
 
-Table = Literal["layers", "operators", "blocks"]
+Table = Literal["layers", "operators", "blocks", "ranks", "rank_blocks"]
 """The names of the tables :func:`to_frame` makes."""
 
 #: The tables of each report kind that has any, in the order they are listed in errors.
@@ -29,6 +29,7 @@ TABLES: dict[str, tuple[Table, ...]] = {
     "analysis": ("layers", "operators"),
     "flops": ("operators",),
     "benchmark": ("operators", "blocks"),
+    "distributed_benchmark": ("ranks", "rank_blocks"),
 }
 
 # The module estimates and receptive field of a layer: each a value column and a status column.
@@ -40,6 +41,9 @@ _LAYER_METRICS: tuple[tuple[str, str], ...] = (
     ("effective_stride", "count"),
     ("effective_padding", "count"),
 )
+
+# The memory peaks of a rank of a distributed job: each a value column and a status column.
+_RANK_MEMORY_METRICS = ("tensor_memory_peak", "allocator_reserved_peak", "process_rss_peak")
 
 # The parameters under a module with children (a layer's ``parameters["total"]``): NaN on
 # leaves and in reports written before totals were recorded.
@@ -93,6 +97,33 @@ TABLE_COLUMNS: dict[Table, dict[str, str]] = {
         "calls": "count",
         "latency_s": "s",
     },
+    "ranks": {
+        "rank": "",
+        "local_rank": "",
+        "host": "",
+        "device": "",
+        "latency_s": "s",
+        "latency_status": "",
+        "barrier_wait_s": "s",
+        "slowest_blocks": "count",
+        **{
+            column: column_unit
+            for name in _RANK_MEMORY_METRICS
+            for column, column_unit in ((name, "B"), (f"{name}_status", ""))
+        },
+        "straggler": "",
+    },
+    "rank_blocks": {
+        "block": "",
+        "rank": "",
+        "start_s": "s",
+        "duration_s": "s",
+        "calls": "count",
+        "latency_s": "s",
+        "barrier_wait_s": "s",
+        "step_time_s": "s",
+        "slowest": "",
+    },
 }
 
 # The numeric and boolean columns' dtypes, fixed so that they do not depend on the values (a
@@ -110,6 +141,9 @@ _DTYPES: dict[str, str] = {
             "buffer_bytes",
             "calls",
             "block",
+            "rank",
+            "local_rank",
+            "slowest_blocks",
         ),
         "int64",
     ),
@@ -119,12 +153,15 @@ _DTYPES: dict[str, str] = {
             "start_s",
             "duration_s",
             "latency_s",
+            "barrier_wait_s",
+            "step_time_s",
+            *_RANK_MEMORY_METRICS,
             *_TOTAL_COLUMNS,
             *(name for name, _ in _LAYER_METRICS),
         ),
         "float64",
     ),
-    **dict.fromkeys(("leaf", "params_shared", "buffers_shared"), "bool"),
+    **dict.fromkeys(("leaf", "params_shared", "buffers_shared", "straggler", "slowest"), "bool"),
 }
 
 _MISSING_PANDAS = (
@@ -295,7 +332,71 @@ def _block_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-_ROWS = {"layers": _layer_rows, "operators": _operator_rows, "blocks": _block_rows}
+def _rank_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per rank of a distributed job, by rank, from its summary in ``ranks``."""
+    straggler = report["straggler"]
+    rows = []
+    for summary in report["ranks"]:
+        rank = summary["rank"]
+        latency = summary["latency"]
+        row: dict[str, Any] = {
+            "rank": rank,
+            "local_rank": summary["local_rank"],
+            "host": summary["host"],
+            "device": summary["device"],
+            "latency_s": _number(latency),
+            "latency_status": latency["status"],
+            "barrier_wait_s": float(summary["barrier_wait_s"]),
+            "slowest_blocks": straggler["slowest_blocks"][rank],
+        }
+        for name in _RANK_MEMORY_METRICS:
+            metric = summary[name]
+            row[name] = _number(metric)
+            row[f"{name}_status"] = metric["status"]
+        row["straggler"] = rank == straggler["rank"]
+        rows.append(row)
+    return rows
+
+
+def _rank_block_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per aligned block and rank: blocks in the order they ran, ranks by rank."""
+    ranks = sorted(
+        (
+            (rank_report["context"]["distributed"]["rank"], rank_report["timing"])
+            for rank_report in report["rank_reports"]
+        ),
+        key=lambda item: item[0],
+    )
+    rows = []
+    for index, block in enumerate(report["blocks"]):
+        for rank, timing in ranks:
+            calls = timing["calls_per_block"]
+            duration = timing["block_durations_s"][index]
+            starts = timing.get("block_starts_s")
+            waits = timing.get("barrier_waits_s")
+            rows.append(
+                {
+                    "block": index,
+                    "rank": rank,
+                    "start_s": math.nan if starts is None else float(starts[index]),
+                    "duration_s": float(duration),
+                    "calls": calls,
+                    "latency_s": duration / calls,
+                    "barrier_wait_s": math.nan if waits is None else float(waits[index]),
+                    "step_time_s": float(block["step_time_s"]),
+                    "slowest": rank == block["slowest_rank"],
+                }
+            )
+    return rows
+
+
+_ROWS = {
+    "layers": _layer_rows,
+    "operators": _operator_rows,
+    "blocks": _block_rows,
+    "ranks": _rank_rows,
+    "rank_blocks": _rank_block_rows,
+}
 
 
 def _listed(names: tuple[str, ...]) -> str:
@@ -308,9 +409,11 @@ def to_frame(report: ReportInput, *, table: Table) -> pandas.DataFrame:
     ``table`` is ``"layers"`` (an analysis report's layers: one row per module call, in call
     order), ``"operators"`` (the operator FLOPs view of an analysis, flops or benchmark report:
     one row per executed operator, counted ones first, then excluded, then uncounted, each
-    group sorted by name) or ``"blocks"`` (a benchmark report's timed blocks, in the order they
-    ran). ``report`` is a mapping, JSON text, or a path to a JSON file, as for
-    :func:`~torchscan.render_report`.
+    group sorted by name), ``"blocks"`` (a benchmark report's timed blocks, in the order they
+    ran), ``"ranks"`` (a distributed_benchmark report's ranks: one row per rank, by rank) or
+    ``"rank_blocks"`` (a distributed_benchmark report's aligned blocks on every rank: one row per
+    block and rank, the blocks in the order they ran, each block's ranks by rank). ``report`` is
+    a mapping, JSON text, or a path to a JSON file, as for :func:`~torchscan.render_report`.
 
     Columns are flat ``snake_case`` names; numbers are the report's own, in SI base units (no
     scaling, no rounding), listed with their units in ``torchscan.frames.TABLE_COLUMNS`` and in

@@ -198,6 +198,21 @@ def measure_workload(
         shown: BenchmarkReport | DistributedBenchmarkReport = report
     else:
         try:
+            job.phase = "the check of the arguments"
+            job.agree(
+                {
+                    "device_type": resolved.type,
+                    "metrics": list(selected),
+                    "work_unit": work_unit,
+                    "min_time_s": budget.min_time_s,
+                    "max_time_s": budget.max_time_s,
+                    "min_blocks": budget.min_blocks,
+                    "warmup_time_s": budget.warmup_time_s,
+                    "profiler_calls": profiler_calls,
+                    "profiler_trace": trace is not None,
+                    "gather": gather,
+                }
+            )
             report = _measure(
                 workload,
                 resolved,
@@ -212,7 +227,7 @@ def measure_workload(
                 job,
             )
             shown = _gather(report, job) if gather else report
-        except DistributedMeasurementError:
+        except (DistributedMeasurementError, InvalidArgumentError):
             raise
         except BaseException as error:
             # The workload's own exception propagates unchanged; a note says where it came
