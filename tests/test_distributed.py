@@ -384,6 +384,13 @@ def test_the_documented_example_runs_under_torchrun(tmp_path: Path) -> None:
         text=True,
     ).stdout
     assert "Straggler" in summary
+    # docs/notebooks-and-pandas.md's tables of that step.json, run where it was written.
+    notebook = (ROOT / "docs" / "notebooks-and-pandas.md").read_text(encoding="utf-8")
+    tables = notebook.split('```python title="step_tables.py"\n', 1)[1].split("```", 1)[0]
+    (tmp_path / "step_tables.py").write_text(tables, encoding="utf-8")
+    subprocess.run(
+        [sys.executable, "step_tables.py"], cwd=tmp_path, check=True, timeout=120, env=_env()
+    )
 
 
 BENCH = """

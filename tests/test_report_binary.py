@@ -23,6 +23,7 @@ from .conftest import FIXTURES, invalid_fixtures, report_cli
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = sorted((FIXTURES / "reports").glob("*.json"))
 ANALYSES = [path for path in REPORTS if path.name.startswith("analysis_")]
+DISTRIBUTED = FIXTURES / "distributed"
 BENCHMARKS = [
     path
     for path in REPORTS
@@ -97,6 +98,16 @@ def _commands() -> Iterator[tuple[str, list[str]]]:
         ],
     )
     yield "compare-analysis-refused", ["compare", str(ANALYSES[0]), str(ANALYSES[1])]
+    ranks = [str(DISTRIBUTED / "rank0.json"), str(DISTRIBUTED / "rank1.json")]
+    merged = str(DISTRIBUTED / "merged.json")
+    for form in ("text", "json", "html"):
+        yield f"merge-{form}", ["merge", *ranks, "--format", form]
+    yield "merge-refused", ["merge", ranks[0]]
+    yield "merge-help", ["merge", "--help"]
+    for command in ("validate", "summary", "render"):
+        yield f"{command}-merged", [command, merged]
+    yield "compare-merged", ["compare", merged, merged]
+    yield "compare-merged-refused", ["compare", ranks[0], merged]
 
 
 COMMANDS = list(_commands())
@@ -117,7 +128,7 @@ def _run(program: str, arguments: list[str]) -> tuple[int, bytes, bytes]:
 def test_every_command_is_exercised() -> None:
     # The comparison below covers each command on real inputs, failing ones included.
     names = {arguments[0] for _, arguments in COMMANDS}
-    assert {"validate", "summary", "render", "diff", "compare", "schema"} <= names
+    assert {"validate", "summary", "render", "diff", "compare", "merge", "schema"} <= names
     assert len(REPORTS) >= 16
     assert len(ANALYSES) >= 2
     assert len(BENCHMARKS) >= 2

@@ -442,9 +442,8 @@ def _rank_outputs(
                 f"so put {{rank}} in the path ({option} rank{{rank}}.json), or pass --gather so "
                 "that rank 0 writes the merged report"
             )
-    return tuple(  # type: ignore[return-value]
-        path.replace("{rank}", str(rank)) if path else path for path in paths
-    )
+    json_path, html_path = (path.replace("{rank}", str(rank)) if path else path for path in paths)
+    return json_path, html_path
 
 
 def _timing_options(arguments: argparse.Namespace) -> dict[str, Any]:
