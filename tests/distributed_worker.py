@@ -11,6 +11,8 @@
   raises ``ValueError`` in its third call, so rank 0 must get a ``DistributedMeasurementError``.
 - ``hangs``: like ``dies``, but rank 1 sleeps far past ``rank_timeout_s`` in its third call.
 - ``disagree``: rank 1 passes another ``min_blocks`` than rank 0; both must refuse at once.
+- ``uneven``: rank 1's calls are a thousand times slower than rank 0's; each writes its report.
+- ``strict``: ``strict=True`` with ``process_rss``, which a job cannot measure: refused at once.
 
 Each rank writes ``outcome<R>.json``: the error's type, message, notes and phase, if any.
 """
@@ -125,6 +127,34 @@ def run_failing(torch: object, torchscan: object, rank: int, mode: str) -> None:
             time.sleep(600)
         weight @ weight
 
+    if mode == "uneven":
+        # Rank 1's calls take 3 ms, rank 0's a few microseconds, and no collective joins them.
+        def uneven() -> None:
+            if rank == 1:
+                deadline = time.perf_counter() + 0.003
+                while time.perf_counter() < deadline:
+                    pass
+
+        report = torchscan.measure_workload(
+            uneven,
+            min_time_s=0.3,
+            max_time_s=2.0,
+            min_blocks=10,
+            print_summary=False,
+            rank_timeout_s=20,
+        )
+        with open(os.path.join(sys.argv[2], f"rank{rank}.json"), "w", encoding="utf-8") as file:
+            json.dump(report, file)
+        return
+    if mode == "strict":
+        torchscan.measure_workload(
+            work,
+            metrics=["latency", "process_rss"],
+            strict=True,
+            print_summary=False,
+            rank_timeout_s=5,
+        )
+        return
     # ``disagree``: rank 1 asks for more blocks than rank 0.
     blocks = 6 if mode == "disagree" and rank == 1 else 5
     torchscan.measure_workload(

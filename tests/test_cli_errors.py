@@ -142,7 +142,7 @@ def test_bad_workload_references_are_one_line_usage_errors(
         (
             ("--metrics", "latency,speed"),
             "metrics must be a non-empty selection of latency, operator_flops, tensor_memory, "
-            "process_rss, profiler; got ['speed']",
+            "process_rss, profiler, hardware_peak; got ['speed']",
         ),
         (
             ("--work-units", "1e308"),
@@ -181,6 +181,24 @@ def test_bad_workload_references_are_one_line_usage_errors(
             "profiler_calls must be an integer from 1 to 1,000,000 (calls of the profiler "
             "pass); got 1000001",
         ),
+        (
+            ("--peak-flop-rate", "0", "--peak-source", "datasheet"),
+            "--peak-flop-rate must be a positive, finite number > 0 (FLOP/s); got 0.0",
+        ),
+        (
+            ("--peak-bandwidth", "inf", "--peak-source", "datasheet"),
+            "--peak-bandwidth must be a positive, finite number > 0 (B/s); got inf",
+        ),
+        (
+            ("--peak-flop-rate", "989e12"),
+            "--peak-source is needed: non-empty text saying where the numbers come from (for "
+            "example 'H100 SXM datasheet, dense BF16, no sparsity'); got nothing",
+        ),
+        (
+            ("--peak-source", "datasheet"),
+            "the declared peak gives neither --peak-flop-rate (FLOP/s) nor --peak-bandwidth "
+            "(B/s); give at least one",
+        ),
     ],
 )
 def test_bad_options_are_one_line_usage_errors(
@@ -216,6 +234,22 @@ def test_argparse_errors_are_one_line_too(
     assert one_line_error(result).startswith(
         "python -m torchscan: error: argument COMMAND: invalid choice: 'frobnicate'"
     )
+
+
+def test_a_declared_peak_reaches_the_report(
+    bench: Path, tmp_path: Path, in_process: Callable[..., tuple[int, str]]
+) -> None:
+    out = tmp_path / "measured.json"
+    options = ("--metrics", "latency,operator_flops", "--peak-flop-rate", "1e12")
+    source = ("--peak-source", "a datasheet, dense float32")
+    assert in_process("measure", f"{bench}:workload", *SHORT, *options, *source, "--json", out) == (
+        0,
+        "",
+    )
+    peak = json.loads(out.read_text(encoding="utf-8"))["hardware_peak"]
+    assert peak["declared"]["source"] == "a datasheet, dense float32"
+    assert peak["flop_rate"]["value"] == 1e12
+    assert peak["bandwidth_origin"] is None
 
 
 def test_profiler_calls_reach_measure_and_both_sides_of_compare(

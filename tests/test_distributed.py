@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -101,7 +102,10 @@ def test_each_rank_records_its_place_and_aligned_blocks(ddp_run: dict[str, Any])
     ranks = [ddp_run["rank0"], ddp_run["rank1"]]
     for rank, report in enumerate(ranks):
         validate_report(report)
-        place = report["context"]["distributed"]
+        place = dict(report["context"]["distributed"])
+        # One id for the measurement, drawn by rank 0 and recorded by every rank.
+        assert place.pop("measurement_id") == ranks[0]["context"]["distributed"]["measurement_id"]
+        assert re.fullmatch("[0-9a-f]{32}", ranks[0]["context"]["distributed"]["measurement_id"])
         assert place == {
             "rank": rank,
             "local_rank": rank,
@@ -194,7 +198,7 @@ def test_reports_that_do_not_belong_together_are_refused(ddp_run: dict[str, Any]
     with pytest.raises(ReportMergeError, match="world"):
         merge_rank_reports([rank0, other])
     tampered = copy.deepcopy(rank1)
-    tampered["timing"]["block_durations_s"][0] *= 2  # no longer its own latency's evidence
+    tampered["metrics"]["latency"]["value"] *= 2  # no longer what its own blocks say
     with pytest.raises(torchscan.ReportValidationError, match=r"input 1:\$\.metrics\.latency"):
         merge_rank_reports([rank0, tampered])
     renamed = copy.deepcopy(rank1)
@@ -224,8 +228,13 @@ def test_merged_reports_compare_by_step_time(ddp_run: dict[str, Any]) -> None:
         torchscan.compare_benchmarks(ddp_run["rank0"], merged)
 
 
-def _launch_by_hand(mode: str, out: Path) -> tuple[list[dict[str, Any]], list[int]]:
-    """Two ranks started from RANK/WORLD_SIZE alone (no torchrun, no group of their own)."""
+def _launch_by_hand(
+    mode: str, out: Path, *, both: bool = False
+) -> tuple[list[dict[str, Any]], list[int]]:
+    """Two ranks started from RANK/WORLD_SIZE alone (no torchrun, no group of their own).
+
+    Rank 1 is killed once rank 0 has ended, unless ``both``: then it gets a minute to end too.
+    """
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -251,6 +260,8 @@ def _launch_by_hand(mode: str, out: Path) -> tuple[list[dict[str, Any]], list[in
     try:
         # Rank 0 must give up within its rank_timeout_s (5 s) after the other rank stops.
         codes.append(processes[0].wait(timeout=120))
+        if both:
+            processes[1].wait(timeout=60)
     finally:
         for process in processes:
             if process.poll() is None:
@@ -287,13 +298,37 @@ def test_a_rank_that_hangs_gives_the_others_a_timeout(tmp_path: Path) -> None:
 def test_ranks_that_disagree_on_the_arguments_are_refused_before_any_call(
     tmp_path: Path,
 ) -> None:
-    (rank0, rank1), codes = _launch_by_hand("disagree", tmp_path)
+    (rank0, rank1), codes = _launch_by_hand("disagree", tmp_path, both=True)
     for outcome in (rank0, rank1):
         assert outcome["error"] == "InvalidArgumentError", outcome
         assert outcome["message"] == (
             "every rank must call measure_workload with the same arguments: rank 0 passed "
             "min_blocks=5 and rank 1 min_blocks=6"
         )
+    assert codes == [3, 3]
+
+
+def test_blocks_are_sized_by_the_slowest_rank(tmp_path: Path) -> None:
+    """Uneven ranks keep the budget: blocks hold the calls the slowest rank calibrated."""
+    outcomes, codes = _launch_by_hand("uneven", tmp_path, both=True)
+    assert codes == [0, 0], outcomes
+    reports = [
+        json.loads((tmp_path / f"rank{rank}.json").read_text(encoding="utf-8")) for rank in (0, 1)
+    ]
+    timing = [report["timing"] for report in reports]
+    # 0.3 s over 2 x 10 blocks is a 15 ms block target: 5 calls of rank 1's 3 ms.
+    assert timing[0]["calls_per_block"] == timing[1]["calls_per_block"] <= 6
+    assert len(timing[0]["block_durations_s"]) >= 10
+    merged = merge_rank_reports(reports)
+    assert merged["straggler"]["rank"] == 1
+    assert sum(merged["timing"]["block_durations_s"]) < 2.5
+
+
+def test_strict_with_process_rss_is_refused_in_a_job(tmp_path: Path) -> None:
+    (rank0, rank1), codes = _launch_by_hand("strict", tmp_path, both=True)
+    for outcome in (rank0, rank1):
+        assert outcome["error"] == "InvalidArgumentError", outcome
+        assert "strict=True with 'process_rss'" in outcome["message"]
     assert codes == [3, 3]
 
 

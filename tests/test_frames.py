@@ -439,13 +439,13 @@ def test_ranks_are_one_row_per_rank_from_the_rank_reports(pandas: ModuleType) ->
     summaries = report["ranks"]
     assert frame["rank"].tolist() == [summary["rank"] for summary in summaries] == [0, 1]
     assert frame["barrier_wait_s"].tolist() == [s["barrier_wait_s"] for s in summaries]
-    assert frame["slowest_blocks"].tolist() == report["straggler"]["slowest_blocks"] == [0, 4]
+    assert frame["slowest_blocks"].tolist() == report["straggler"]["slowest_blocks"] == [0, 8]
     assert frame["straggler"].tolist() == [False, True]
     assert report["straggler"]["rank"] == 1
     assert frame["latency_s"].tolist() == [0.0048828125, 0.005859375]
     assert frame["tensor_memory_peak"].tolist() == [1048576.0, 1052672.0]
     assert frame["process_rss_peak"].tolist() == [200000000.0, 201000000.0]
-    assert frame["barrier_wait_s"].tolist() == [0.005859375, 0.0]
+    assert frame["barrier_wait_s"].tolist() == [0.0126953125, 0.0]
 
 
 def test_a_rank_metric_without_a_value_is_nan_with_its_status(pandas: ModuleType) -> None:
@@ -464,7 +464,7 @@ def test_a_rank_metric_without_a_value_is_nan_with_its_status(pandas: ModuleType
     )
     assert missing(row["device"])
     # One rank records no barrier wait (its summary says 0) and is never a straggler.
-    assert (row["barrier_wait_s"], row["slowest_blocks"], row["straggler"]) == (0.0, 4, False)
+    assert (row["barrier_wait_s"], row["slowest_blocks"], row["straggler"]) == (0.0, 8, False)
 
 
 def test_rank_columns_have_fixed_dtypes_and_documented_units(pandas: ModuleType) -> None:
@@ -501,8 +501,8 @@ def test_rank_blocks_are_every_rank_s_timing_evidence(pandas: ModuleType) -> Non
     assert list(frame.columns) == list(TABLE_COLUMNS["rank_blocks"])
     expected = expected_rank_block_rows(report)
     assert frame_rows(frame) == expected  # every value is present: compared exactly
-    assert frame["block"].tolist() == [0, 0, 1, 1, 2, 2, 3, 3]
-    assert frame["rank"].tolist() == [0, 1] * 4
+    assert frame["block"].tolist() == [block for block in range(8) for _ in range(2)]
+    assert frame["rank"].tolist() == [0, 1] * 8
     # The job's blocks are the slowest rank's, as the report says.
     assert frame["step_time_s"].tolist() == [
         block["step_time_s"] for block in report["blocks"] for _ in range(2)
@@ -514,6 +514,10 @@ def test_rank_blocks_are_every_rank_s_timing_evidence(pandas: ModuleType) -> Non
     assert slowest["duration_s"].tolist() == slowest["step_time_s"].tolist()
     assert frame.loc[frame["rank"] == 0, "barrier_wait_s"].tolist() == [
         0.0009765625,
+        0.001953125,
+        0.001953125,
+        0.0009765625,
+        0.001953125,
         0.001953125,
         0.001953125,
         0.0009765625,
@@ -533,11 +537,11 @@ def test_rank_blocks_without_waits_or_starts_are_nan_never_zero(pandas: ModuleTy
     report = single_rank_report()
     frame = to_frame(report, table="rank_blocks")
     assert_rows(frame, expected_rank_block_rows(report))
-    assert len(frame) == 4
+    assert len(frame) == 8
     assert frame["barrier_wait_s"].isna().all()
     assert frame["start_s"].isna().all()
     assert frame["slowest"].all()
-    assert frame["duration_s"].tolist() == frame["step_time_s"].tolist() == [0.009765625] * 4
+    assert frame["duration_s"].tolist() == frame["step_time_s"].tolist() == [0.009765625] * 8
 
 
 def test_rank_block_columns_have_fixed_dtypes_and_documented_units(pandas: ModuleType) -> None:

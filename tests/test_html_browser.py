@@ -281,6 +281,8 @@ FACTS_SCRIPT = """JSON.stringify({
   badges: Array.from(document.querySelectorAll('.badge'), e => e.textContent.trim()),
   svgs: document.querySelectorAll('svg').length,
   points: document.querySelectorAll('svg circle').length,
+  rooflines: document.querySelectorAll('svg.roofline').length,
+  roofPoints: document.querySelectorAll('svg.roofline circle').length,
   medianLines: document.querySelectorAll('svg line.med').length,
   bars: document.querySelectorAll('span.bar').length,
   tableRows: document.querySelectorAll('tbody tr').length,
@@ -498,6 +500,18 @@ def key_texts(report: dict[str, Any]) -> list[str]:
     return texts
 
 
+def roofline_parts(report: dict[str, Any]) -> tuple[int, int]:
+    """The rooflines a benchmark page draws (one where both peak rates are known) and the points
+    on it (the workload, where its arithmetic intensity and achieved rate are known)."""
+    peak = report.get("hardware_peak") if report["kind"] == "benchmark" else None
+    if not peak or any(peak[key]["status"] != "complete" for key in ("flop_rate", "bandwidth")):
+        return 0, 0
+    metrics = report["metrics"]
+    known = [metrics.get(key) for key in ("arithmetic_intensity", "achieved_flop_rate")]
+    placed = all(metric is not None and metric["known_value"] for metric in known)
+    return 1, int(placed)
+
+
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda path: path.name)
 def test_every_fixture_page_shows_its_report(browser: Browser, path: Path, tmp_path: Path) -> None:
     report = json.loads(path.read_text(encoding="utf-8"))
@@ -519,12 +533,14 @@ def test_every_fixture_page_shows_its_report(browser: Browser, path: Path, tmp_p
     assert {d["severity"] for d in report["diagnostics"]} <= badges, badges
 
     timing = report.get("timing")
+    rooflines, roof_points = roofline_parts(report)
+    assert (page.facts["rooflines"], page.facts["roofPoints"]) == (rooflines, roof_points)
     if report["kind"] == "benchmark" and timing and timing["block_durations_s"]:
-        assert page.facts["svgs"] == 1
-        assert page.facts["points"] == len(timing["block_durations_s"])
+        assert page.facts["svgs"] == 1 + rooflines
+        assert page.facts["points"] == len(timing["block_durations_s"]) + roof_points
         assert page.facts["medianLines"] == 1
     else:
-        assert page.facts["svgs"] == 0
+        assert page.facts["svgs"] == rooflines
     if report["kind"] == "analysis":
         layer_rows = len(report["layers"])
         assert page.facts["tableRows"] >= layer_rows

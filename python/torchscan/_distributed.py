@@ -76,6 +76,7 @@ class RankJob:
     tensor_device: Any
     exchanges: int = 0
     phase: str = "set-up"
+    measurement_id: str = ""
 
     def context(self) -> DistributedContext:
         """The report's ``context.distributed``."""
@@ -86,6 +87,7 @@ class RankJob:
             "backend": self.backend,
             "host": self.host,
             "process_group": "created" if self.created else "existing",
+            "measurement_id": self.measurement_id,
         }
 
     def describe(self) -> str:
@@ -138,12 +140,22 @@ class RankJob:
         return self.exchange([0.0])[1]
 
     def sequence_number(self) -> int | None:
-        """The default group's collective count so far, where the backend keeps one."""
+        """The collectives issued so far on every process group this rank belongs to.
+
+        ``None`` when a group does not count them (not every backend does): the caller then
+        assumes the workload synchronises the ranks.
+        """
         import torch.distributed as dist
 
         try:
-            group = dist.distributed_c10d._get_default_group()
-            return int(group._get_sequence_number_for_group())  # type: ignore[attr-defined]
+            groups = list(dist.distributed_c10d._world.pg_map)
+            if not groups:
+                groups = [dist.distributed_c10d._get_default_group()]
+            total = 0
+            for group in groups:
+                # Only the groups this rank belongs to are in the map.
+                total += int(group._get_sequence_number_for_group())  # type: ignore[attr-defined]
+            return total
         except Exception:  # not every backend counts its collectives
             return None
 
@@ -182,11 +194,17 @@ class RankJob:
         same :class:`~torchscan.InvalidArgumentError`, naming the first setting that differs.
         """
         import json
+        import uuid
 
-        texts = self.all_gather_text(json.dumps(settings, sort_keys=True, default=str))
-        mine = json.loads(texts[0])
+        # Rank 0's id names this measurement in every rank's report, so that reports of two
+        # measurements are never merged as one.
+        proposal = {"id": uuid.uuid4().hex, "settings": settings}
+        texts = self.all_gather_text(json.dumps(proposal, sort_keys=True, default=str))
+        first = json.loads(texts[0])
+        self.measurement_id = str(first["id"])
+        mine = first["settings"]
         for rank, text in enumerate(texts[1:], start=1):
-            theirs = json.loads(text)
+            theirs = json.loads(text)["settings"]
             for name in sorted(set(mine) | set(theirs)):
                 if mine.get(name) != theirs.get(name):
                     raise InvalidArgumentError(
@@ -365,10 +383,11 @@ def run_aligned_timing(
     """Time ``workload`` on every rank with the same calls in every block.
 
     A barrier precedes the first call. Warm-up runs at least one call and goes on while any rank
-    is still inside its ``warmup_time_s``. Calls per block are the largest any rank calibrated,
-    or one when the workload issues collectives of its own (the ranks then meet inside every
-    call, and one call per block lets the barriers see each call's end). Before every block the
-    ranks exchange their stop conditions (the barrier, its wait recorded): blocks end when every
+    is still inside its ``warmup_time_s``. Calls per block are the fewest any rank calibrated
+    (the slowest rank's), or one when the workload issues collectives of its own (the ranks
+    then meet inside every call, and one call per block lets the barriers see each call's
+    end). Before every block the ranks exchange their stop conditions (the barrier, its wait
+    recorded): blocks end when every
     rank has ``min_blocks`` blocks and ``min_time_s`` seconds, or when any rank passed
     ``max_time_s``.
     """
@@ -412,10 +431,12 @@ def run_aligned_timing(
     )
     local_calls = _calls_per_block(per_call_s, block_target_s)
     job.phase = "calibration"
-    (calls, any_collectives), _ = job.exchange(
-        [float(local_calls), 1.0 if collectives is None or collectives > 0 else 0.0]
+    # Blocks are sized by the slowest rank's calls (the fewest calls per block), so that its
+    # blocks, which make the step time, stay within the budget.
+    (fewest, any_collectives), _ = job.exchange(
+        [-float(local_calls), 1.0 if collectives is None or collectives > 0 else 0.0]
     )
-    calls_per_block = 1 if any_collectives else max(1, int(calls))
+    calls_per_block = 1 if any_collectives else max(1, int(-fewest))
     run = TimingRun(
         first_call_s=max(first_call_s, overhead_s),
         warmup_calls=warmup_calls,

@@ -51,7 +51,14 @@ __all__ = [
 ]
 
 #: Every pass ``metrics=`` can select.
-METRICS = ("latency", "operator_flops", "tensor_memory", "process_rss", "profiler")
+METRICS = (
+    "latency",
+    "operator_flops",
+    "tensor_memory",
+    "process_rss",
+    "profiler",
+    "hardware_peak",
+)
 #: The passes run when ``metrics`` is not given.
 DEFAULT_METRICS = ("latency", "operator_flops", "tensor_memory")
 
@@ -61,6 +68,7 @@ _PASS_NAMES: tuple[PassName, ...] = (
     "tensor_memory",
     "process_rss",
     "profiler",
+    "hardware_peak",
 )
 NOT_REQUESTED = "not requested"
 _LATENCY_SCOPE = "per-call mean of each timed block; block averages, not request percentiles"
@@ -456,12 +464,18 @@ def run_later_passes(
         announce("the operator FLOPs pass")
         passes.operator_flops, found, counter = _operator_flops_pass(workload)
         values["operator_flops"] = passes.operator_flops["total"]
+        values["operator_bytes"] = counter.operator_bytes()
         passes.diagnostics.extend(found)
         passes.flop_dtypes.extend(counter.flop_dtypes)
         passes.dtypes.extend(counter.dtypes)
     else:
         values["operator_flops"] = _metrics.unavailable(
             "FLOPs", _FLOPS_SCOPE, _FLOPS_METHOD, NOT_REQUESTED
+        )
+        from .flops import OPERATOR_BYTES_METHOD, OPERATOR_BYTES_SCOPE
+
+        values["operator_bytes"] = _metrics.unavailable(
+            "B", OPERATOR_BYTES_SCOPE, OPERATOR_BYTES_METHOD, NOT_REQUESTED
         )
 
     if "tensor_memory" in selected:
@@ -582,6 +596,14 @@ def raise_if_incomplete(
     ]
     if "profiler" in selected and profiler["status"] != "complete":
         incomplete.append(("profiler", str(profiler["status"])))
+    peak = report.get("hardware_peak")
+    measured = peak["measured"] if peak is not None else None
+    if "hardware_peak" in selected and measured is not None:
+        incomplete.extend(
+            (f"hardware_peak.measured.{name}", str(measured[name]["status"]))
+            for name in ("flop_rate", "bandwidth")
+            if measured[name]["status"] != "complete"
+        )
     if trace_requested:
         trace = profiler.get("trace")
         if trace is None:

@@ -361,6 +361,44 @@ def _check_profiler_trace(arguments: argparse.Namespace) -> None:
         raise UsageError(_one_line(str(error))) from None
 
 
+def _peak_of(arguments: argparse.Namespace) -> dict[str, Any] | None:
+    """``--peak-flop-rate``, ``--peak-bandwidth`` and ``--peak-source`` as ``peak=``.
+
+    Checked as ``measure_workload`` checks it, the options named in the message; ``None`` when
+    none of them is given.
+    """
+    from ._peak import check_peak
+    from .errors import InvalidArgumentError
+
+    given = {
+        key: value
+        for key, value in (
+            ("flop_rate", arguments.peak_flop_rate),
+            ("bandwidth", arguments.peak_bandwidth),
+            ("source", arguments.peak_source),
+        )
+        if value is not None
+    }
+    if not given:
+        return None
+    try:
+        check_peak(given)
+    except InvalidArgumentError as error:
+        message = _one_line(str(error))
+        message = message.replace("peak needs a 'source'", "--peak-source is needed")
+        message = message.replace("peak declares neither", "the declared peak gives neither")
+        for key, option in (
+            ("peak['flop_rate']", "--peak-flop-rate"),
+            ("peak['bandwidth']", "--peak-bandwidth"),
+            ("'flop_rate'", "--peak-flop-rate"),
+            ("'bandwidth'", "--peak-bandwidth"),
+            ("'source'", "--peak-source"),
+        ):
+            message = message.replace(key, option)
+        raise UsageError(message) from None
+    return given
+
+
 def _max_time(arguments: argparse.Namespace) -> float:
     """``--max-time``, raised to ``--min-time`` when it is below it (a NaN stays a NaN)."""
     maximum: float = arguments.max_time
@@ -381,6 +419,7 @@ def _measure(arguments: argparse.Namespace) -> int:
         check_rank_timeout(arguments.rank_timeout)
     except InvalidArgumentError as error:
         raise UsageError(_one_line(str(error))) from None
+    peak = _peak_of(arguments)
     workload = _load_reference(arguments.workload)
     rank, world = _job_place()
     json_path, html_path = _rank_outputs(arguments, rank, world)
@@ -391,6 +430,7 @@ def _measure(arguments: argparse.Namespace) -> int:
             profiler_trace=arguments.profiler_trace,
             gather=arguments.gather,
             rank_timeout_s=arguments.rank_timeout,
+            peak=peak,
         )
     )
     writes = not (arguments.gather and rank != 0)
@@ -428,7 +468,9 @@ def _rank_outputs(
     """
     paths = (arguments.json, arguments.html)
     if world <= 1 or arguments.gather:
-        return paths
+        # Rank 0 writes (the merged report with --gather): {rank} is its rank.
+        first, second = (path.replace("{rank}", str(rank)) if path else path for path in paths)
+        return first, second
     for option, path in (("--json", arguments.json), ("--html", arguments.html)):
         if path == "-":
             raise UsageError(
@@ -848,7 +890,7 @@ def _parser() -> argparse.ArgumentParser:
     _workload_options(
         measure,
         "comma-separated passes: latency, operator_flops, tensor_memory, process_rss, "
-        "profiler (default: the first three)",
+        "profiler, hardware_peak (default: the first three)",
     )
     measure.add_argument("--min-time", type=float, default=1.0, help="minimum timing seconds")
     measure.add_argument("--max-time", type=float, default=10.0, help="maximum timing seconds")
@@ -860,6 +902,29 @@ def _parser() -> argparse.ArgumentParser:
         metavar="PATH",
         help="keep the profiler pass's Chrome trace in this file (needs profiler in --metrics; "
         "gzip-compressed when it ends in .gz); open it in Perfetto or chrome://tracing",
+    )
+    measure.add_argument(
+        "--peak-flop-rate",
+        type=float,
+        default=None,
+        metavar="FLOP_PER_S",
+        help="declare the peak compute rate to compare with, in FLOP/s (for example 989e12); "
+        "needs --peak-source",
+    )
+    measure.add_argument(
+        "--peak-bandwidth",
+        type=float,
+        default=None,
+        metavar="BYTES_PER_S",
+        help="declare the peak memory bandwidth to compare with, in B/s (for example "
+        "3.35e12); needs --peak-source",
+    )
+    measure.add_argument(
+        "--peak-source",
+        default=None,
+        metavar="TEXT",
+        help="where the declared peak comes from, with its precision and sparsity (for example "
+        "'H100 SXM datasheet, dense BF16')",
     )
     measure.add_argument(
         "--gather",

@@ -183,6 +183,12 @@ def compare_workloads(
     _check_callable("candidate", candidate)
     resolved = resolve_device(device)
     selected = check_metrics(metrics)
+    if "hardware_peak" in selected:
+        raise InvalidArgumentError(
+            "compare_workloads does not run the hardware_peak pass (a peak belongs to a "
+            "machine, not to a change); measure it with measure_workload(..., "
+            "metrics=[..., 'hardware_peak'])"
+        )
     check_work(work_units, work_unit)
     budget = check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
     check_profiler_calls(profiler_calls)

@@ -15,6 +15,11 @@ operator that runs is put in exactly one class:
 :func:`measure_flops` runs a zero-argument callable once under a counter and returns a ``flops``
 report. This module does not import torch until a counter starts, so ``import torchscan`` stays
 fast.
+
+In the same pass a counter adds up the *operator bytes*
+(:meth:`OperatorFlopCounter.operator_bytes`): the bytes of every executed operator's distinct
+tensor arguments and results, each operator on its own; views and metadata queries count 0 (see
+``docs/measurement-boundaries.md``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _claims, _core
 from ._compiled import CompiledWatch, explain_fullgraph_error
-from ._metrics import complete, partial, report_number
+from ._metrics import complete, partial, report_number, unavailable
 from ._threads import OtherThreads, ThreadWatch, other_threads_reason, watch_diagnostics
 from .context import class_name
 from .errors import InvalidArgumentError
@@ -58,6 +63,8 @@ UNCOUNTED = 2
 
 __all__ = [
     "FLOPS_METHOD",
+    "OPERATOR_BYTES_METHOD",
+    "OPERATOR_BYTES_SCOPE",
     "CalledModules",
     "FlopFormula",
     "ModulePaths",
@@ -69,6 +76,16 @@ __all__ = [
 FLOPS_METHOD = (
     "torch dispatch mode with per-operator FLOP formulas "
     "(matmul and convolution: 2 FLOPs per multiply-accumulate)"
+)
+#: The ``method`` of the operator-bytes metric (:meth:`OperatorFlopCounter.operator_bytes`).
+OPERATOR_BYTES_METHOD = (
+    "torch dispatch mode (the FLOP-counting pass): numel x element size of each distinct tensor "
+    "argument and result of every executed operator; views and metadata queries 0 bytes"
+)
+#: The ``scope`` of the operator-bytes metric.
+OPERATOR_BYTES_SCOPE = (
+    "the bytes of every operator's distinct tensor inputs and outputs, each operator on its own "
+    "(no cache reuse between operators modelled); not DRAM traffic measured by the hardware"
 )
 _CALL_SCOPE = "operators executed by one call"
 _COUNTER_SCOPE = "operators executed while the counter was active"
@@ -331,13 +348,16 @@ class OperatorFlopCounter:
     found by a process-wide profiler session and never counted: the total is then ``partial``,
     its known value what this thread did, with an ``other_threads`` diagnostic (see
     ``docs/measurement-boundaries.md``). Compiled code entered inside runs eagerly and gets a
-    ``compiled_callable`` diagnostic. Read the results after exit with :meth:`operator_flops`
-    and :meth:`diagnostics`.
+    ``compiled_callable`` diagnostic. Read the results after exit with :meth:`operator_flops`,
+    :meth:`operator_bytes` and :meth:`diagnostics`.
 
     """
 
     # Whether other threads are watched while the counter is active (see ``_threads``).
     _watch_threads = True
+    # Whether the pass adds up operator bytes (``benches/bench_operator_bytes.py`` turns it off to
+    # time what they cost).
+    _count_bytes = True
 
     def __init__(
         self,
@@ -390,6 +410,10 @@ class OperatorFlopCounter:
         # and the list it logs to, which its ledger reads in batches.
         self._dispatch: _core.DispatchRecorder | None = None
         self._ledger_log: list[Any] = []
+        # Operator bytes, known once the mode has exited (``None`` before), and the tensors whose
+        # size could not be read.
+        self._operator_bytes: int | None = None
+        self._unsized_tensors = 0
 
     # -- module tracking -------------------------------------------------------------------
 
@@ -565,6 +589,9 @@ class OperatorFlopCounter:
                 self._devices.append(device)
         self._dtypes.update(ledger.dtypes)
         self._threads_seen.update(ledger.threads)
+        if self._count_bytes:
+            self._operator_bytes = (self._operator_bytes or 0) + ledger.operator_bytes
+            self._unsized_tensors += ledger.unsized_tensors
 
     def _apply_formulas(self, tallies: list[_core.FormulaTally]) -> None:
         """Count what the deferred shape formulas came to, a failing one as the mode counts."""
@@ -600,6 +627,8 @@ class OperatorFlopCounter:
         if dispatch is None:  # the mode re-entered after its outermost exit: nothing to log to
             return
         self._threads_seen.add(_native_id())
+        if self._count_bytes and entry.moves_data:
+            dispatch.add_bytes(args, kwargs, out)
         paths = self.module_stack
         dispatch.append(
             _core.OperatorRecord(
@@ -727,6 +756,45 @@ class OperatorFlopCounter:
             section["other_threads"] = {"calls": found.calls, "threads": found.threads}
         add_legacy_views(section, self._root_type)
         return section
+
+    def operator_bytes(self) -> MetricResult:
+        """The operator bytes of what ran, as a metric (in ``B``); read after exit.
+
+        Every executed operator counts ``numel * element_size`` of each distinct tensor (by
+        identity) among its arguments, positional and keyword, inside lists and tuples too, and
+        its results: an in-place ``add_`` counts its ``self`` once, ``a * a`` counts ``a`` once.
+        Views (every result aliases an input: ``view``, ``t``, ``expand``, ``as_strided``...)
+        and metadata queries count 0; copies count. Summed over all operators, each on its own:
+        a model of memory traffic with no cache reuse between operators, not DRAM traffic
+        measured by the hardware (see ``docs/measurement-boundaries.md``).
+
+        ``complete`` unless operators ran on other threads meanwhile (as for
+        :meth:`operator_flops`: the known value is what this thread did) or a tensor's size could
+        not be read (symbolic sizes, sparse layouts); an operator without a FLOP formula still
+        has its bytes counted. ``unavailable`` before the counter has exited.
+        """
+        total = self._operator_bytes
+        if total is None:
+            reason = (
+                "operator bytes were not counted"
+                if not self._count_bytes
+                else "the counter has not run: operator bytes are read after it exits"
+            )
+            return unavailable("B", OPERATOR_BYTES_SCOPE, OPERATOR_BYTES_METHOD, reason)
+        reasons = []
+        if self._unsized_tensors:
+            reasons.append(
+                f"the size of {_plural(self._unsized_tensors, 'tensor')} could not be read "
+                "(symbolic sizes or a sparse layout); they are not counted"
+            )
+        foreign = self._foreign_reason()
+        if foreign is not None:
+            reasons.append(foreign)
+        if reasons:
+            return partial(
+                total, "B", OPERATOR_BYTES_SCOPE, OPERATOR_BYTES_METHOD, "; ".join(reasons)
+            )
+        return complete(total, "B", OPERATOR_BYTES_SCOPE, OPERATOR_BYTES_METHOD)
 
     def diagnostics(self) -> list[Diagnostic]:
         """One ``uncounted_operator`` warning per uncounted operator, sorted by operator name.

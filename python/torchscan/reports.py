@@ -27,6 +27,7 @@ __all__ = [
     "ComparisonSettings",
     "Context",
     "CountedOperator",
+    "DeclaredPeak",
     "Diagnostic",
     "DiffSide",
     "DistributedBenchmarkReport",
@@ -38,6 +39,7 @@ __all__ = [
     "FieldChange",
     "Flags",
     "FlopReport",
+    "HardwarePeak",
     "IgnoredOperator",
     "JobBlock",
     "Layer",
@@ -50,6 +52,7 @@ __all__ = [
     "LayerRef",
     "LayerReport",
     "LeafCheck",
+    "MeasuredPeak",
     "MetricDelta",
     "MetricResult",
     "ModelInputs",
@@ -61,6 +64,8 @@ __all__ = [
     "OutputCheckReport",
     "ParameterTotal",
     "PeakMemoryReport",
+    "PeakOrigin",
+    "PeakTiming",
     "ProcessGroupOrigin",
     "ProfiledOperator",
     "ProfilerPass",
@@ -187,6 +192,7 @@ class DistributedContext(TypedDict):
     backend: str
     host: str
     process_group: ProcessGroupOrigin
+    measurement_id: str
 
 
 class TensorMeta(TypedDict):
@@ -512,7 +518,9 @@ class FlopReport(TypedDict):
     ignored_operators: dict[str, IgnoredOperator]
 
 
-PassName = Literal["latency", "operator_flops", "tensor_memory", "process_rss", "profiler"]
+PassName = Literal[
+    "latency", "operator_flops", "tensor_memory", "process_rss", "profiler", "hardware_peak"
+]
 
 
 class Workload(TypedDict):
@@ -571,6 +579,54 @@ class BenchmarkMetrics(TypedDict):
     involuntary_context_switches: NotRequired[MetricResult | None]
     cpu_frequency: NotRequired[MetricResult | None]
     rank_process_rss_peak: NotRequired[MetricResult | None]
+    achieved_flop_rate: NotRequired[MetricResult | None]
+    operator_bytes: NotRequired[MetricResult | None]
+    arithmetic_intensity: NotRequired[MetricResult | None]
+    flop_utilization: NotRequired[MetricResult | None]
+    bandwidth_utilization: NotRequired[MetricResult | None]
+
+
+PeakOrigin = Literal["declared", "measured"]
+
+
+class PeakTiming(TypedDict):
+    """The timed blocks of one measurement of the ``hardware_peak`` pass."""
+
+    calls_per_block: int
+    block_durations_s: list[float]
+
+
+class DeclaredPeak(TypedDict):
+    """A peak declared by the caller (``peak=``), with its source."""
+
+    source: str
+    flop_rate: MetricResult
+    bandwidth: MetricResult
+
+
+class MeasuredPeak(TypedDict):
+    """What the ``hardware_peak`` pass measured: a square matmul and a large copy."""
+
+    dtype: str
+    matmul_size: int
+    matmul_timing: PeakTiming | None
+    copy_bytes: int
+    copy_timing: PeakTiming | None
+    flop_rate: MetricResult
+    bandwidth: MetricResult
+    theoretical_flop_rate: MetricResult
+    theoretical_bandwidth: MetricResult
+
+
+class HardwarePeak(TypedDict):
+    """The peak rates utilization divides by, each with its origin, and both peaks recorded."""
+
+    flop_rate: MetricResult
+    flop_rate_origin: PeakOrigin | None
+    bandwidth: MetricResult
+    bandwidth_origin: PeakOrigin | None
+    declared: DeclaredPeak | None
+    measured: MeasuredPeak | None
 
 
 class ProfiledOperator(TypedDict):
@@ -637,6 +693,7 @@ class BenchmarkReport(TypedDict):
     metrics: BenchmarkMetrics
     operator_flops: OperatorFlops | None
     profiler: ProfilerPass
+    hardware_peak: NotRequired[HardwarePeak | None]
 
 
 class PeakMemoryReport(TypedDict):

@@ -9,10 +9,18 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, overload
 
 from ._devices import resolve_device
+from ._peak import (
+    Declared,
+    check_peak,
+    hardware_peak_section,
+    measure_hardware_peak,
+    peak_dtype,
+    rate_metrics,
+)
 from ._pipeline import (
     DEFAULT_METRICS,
     METRICS,
@@ -30,7 +38,12 @@ from ._pipeline import (
     run_later_passes,
 )
 from .context import capture_context, current_flags
-from .errors import DistributedMeasurementError, InvalidArgumentError
+from .errors import (
+    DistributedMeasurementError,
+    IncompleteMeasurementError,
+    InvalidArgumentError,
+    ReportMergeError,
+)
 from .reports import BenchmarkReport, DistributedBenchmarkReport
 from .timing import run_timing
 
@@ -63,6 +76,7 @@ def measure_workload(
     profiler_trace: str | os.PathLike[str] | None = ...,
     gather: Literal[False] = ...,
     rank_timeout_s: float = ...,
+    peak: Mapping[str, Any] | None = ...,
 ) -> BenchmarkReport: ...
 
 
@@ -86,6 +100,7 @@ def measure_workload(
     profiler_trace: str | os.PathLike[str] | None = ...,
     gather: bool,
     rank_timeout_s: float = ...,
+    peak: Mapping[str, Any] | None = ...,
 ) -> BenchmarkReport | DistributedBenchmarkReport: ...
 
 
@@ -108,6 +123,7 @@ def measure_workload(
     profiler_trace: str | os.PathLike[str] | None = None,
     gather: bool = False,
     rank_timeout_s: float = 300.0,
+    peak: Mapping[str, Any] | None = None,
 ) -> BenchmarkReport | DistributedBenchmarkReport:
     """Measure ``workload`` (a zero-argument callable) on ``device``; return a ``BenchmarkReport``.
 
@@ -115,7 +131,8 @@ def measure_workload(
     callable. ``work_units`` declares the units of work one call completes, named ``work_unit``
     (throughput is in ``<work_unit>/s``). ``metrics`` selects passes among ``latency`` (first
     call, warmed latency, throughput), ``operator_flops``, ``tensor_memory``, ``process_rss``
-    (a fresh child process; needs an importable workload) and ``profiler`` (a separate
+    (a fresh child process; needs an importable workload), ``hardware_peak`` (see below) and
+    ``profiler`` (a separate
     instrumented pass of ``profiler_calls`` calls, fewer when the pass, reading its events
     included, would end past ``max_time_s`` seconds: at least one runs, the report records both
     counts and a ``profiler_failed`` warning says how many fit); the default is the first three.
@@ -136,6 +153,20 @@ def measure_workload(
     is partial or unavailable. The thread count is recorded, never changed. The workload's own
     exception propagates unchanged, and no pass leaves a hook, a mode or a setting behind.
 
+    How close to the hardware's limit: whenever the ``latency`` and ``operator_flops`` passes
+    ran, ``metrics.achieved_flop_rate`` (``FLOP/s``) is the operator FLOPs of one call over the
+    warmed latency (a lower bound when the FLOPs are partial). The ``hardware_peak`` pass, run
+    after every other, measures the device's attainable dense matmul rate in the workload's main
+    floating dtype (the first of ``context.dtypes``, else float32) and its large-copy bandwidth,
+    timed as the latency pass times the workload, on the same device with the same threads, in
+    about a second on a CPU; on CUDA it also records the theoretical peaks torch derives from
+    the device's properties, labelled theoretical. ``peak={"flop_rate": ..., "bandwidth": ...,
+    "source": "..."}`` declares a peak instead (FLOP/s and B/s; either rate may be left out,
+    ``source`` says where the numbers come from). Both are kept in ``report["hardware_peak"]``;
+    ``metrics.flop_utilization`` and ``metrics.bandwidth_utilization`` (``ratio``) divide by the
+    declared peak when there is one, else the measured one, and are unavailable, saying how to
+    get one, without a peak.
+
     Numeric arguments are ``int`` or ``float`` (never ``bool``), finite and in range, or
     :class:`~torchscan.InvalidArgumentError` names the argument before the workload runs:
     ``work_units`` in [1e-9, 1e18] (so every throughput stays a finite, non-zero number);
@@ -143,7 +174,9 @@ def measure_workload(
     ``warmup_time_s`` in [0, 86400]; ``rss_timeout_s`` (the process-RSS child's time limit) in
     (0, 86400]; ``min_blocks`` and ``profiler_calls`` integers from 1 to 1,000,000.
     ``profiler_trace`` is refused the same way when ``metrics`` leaves out ``profiler``, when it
-    names a directory or a file in a directory that does not exist, or is not a path; with
+    names a directory or a file in a directory that does not exist, or is not a path; ``peak``
+    when it is not a dict of ``flop_rate`` and ``bandwidth`` (finite, positive numbers; at
+    least one) and ``source`` (non-empty text) with no other key; with
     ``strict=True`` a trace not written (or covering fewer calls than profiled) is incomplete.
 
     In a ``torch.distributed`` job (an initialised default process group, or ``RANK`` and
@@ -174,6 +207,7 @@ def measure_workload(
     check_profiler_calls(profiler_calls)
     check_rss_timeout(rss_timeout_s)
     trace = check_profiler_trace(profiler_trace, selected)
+    declared = check_peak(peak)
     if not isinstance(gather, bool):
         raise InvalidArgumentError(f"gather must be True or False; got {gather!r}")
     timeout_s = check_rank_timeout(rank_timeout_s)
@@ -194,6 +228,7 @@ def measure_workload(
             work_units,
             work_unit,
             None,
+            declared,
         )
         shown: BenchmarkReport | DistributedBenchmarkReport = report
     else:
@@ -211,8 +246,17 @@ def measure_workload(
                     "profiler_calls": profiler_calls,
                     "profiler_trace": trace is not None,
                     "gather": gather,
+                    "peak": declared is not None,
+                    "strict": strict,
+                    "work_units": float(work_units),
+                    "workload": getattr(workload, "__qualname__", None),
                 }
             )
+            if strict and "process_rss" in selected:
+                raise InvalidArgumentError(
+                    "strict=True with 'process_rss' in metrics always fails in a distributed "
+                    f"job: {_RSS_IN_JOB}; leave process_rss out"
+                )
             report = _measure(
                 workload,
                 resolved,
@@ -225,9 +269,10 @@ def measure_workload(
                 work_units,
                 work_unit,
                 job,
+                declared,
             )
             shown = _gather(report, job) if gather else report
-        except (DistributedMeasurementError, InvalidArgumentError):
+        except (DistributedMeasurementError, InvalidArgumentError, ReportMergeError):
             raise
         except BaseException as error:
             # The workload's own exception propagates unchanged; a note says where it came
@@ -248,7 +293,13 @@ def measure_workload(
         sys.stdout.write(format_summary(shown))
         sys.stdout.flush()
     if strict:
-        raise_if_incomplete(report, selected, trace_requested=trace is not None)
+        try:
+            raise_if_incomplete(report, selected, trace_requested=trace is not None)
+        except IncompleteMeasurementError as error:
+            if shown is report:
+                raise
+            # Rank 0 of a gathered job: the error carries the merged report, nothing is lost.
+            raise IncompleteMeasurementError(shown, error.metrics) from None
     return shown
 
 
@@ -278,8 +329,13 @@ def _measure(
     work_units: float,
     work_unit: str,
     job: Any,
+    declared: Declared | None = None,
 ) -> BenchmarkReport:
-    """Every requested pass on this process; ``job`` aligns them across ranks when given."""
+    """Every requested pass on this process; ``job`` aligns them across ranks when given.
+
+    ``declared`` is the caller's checked ``peak=``; the ``hardware_peak`` pass runs last, after
+    the context names the workload's dtypes.
+    """
     flags = current_flags()
     passes = Passes([])
     run = None
@@ -321,6 +377,10 @@ def _measure(
     context = capture_context(resolved, ranked_dtypes(passes, inputs), flags=flags, ranked=True)
     if job is not None:
         context["distributed"] = job.context()
+    measured = None
+    if "hardware_peak" in selected:
+        announce("the hardware peak pass")
+        measured = measure_hardware_peak(resolved, peak_dtype(context["dtypes"]))
     report = assemble_report(
         passes,
         name=getattr(workload, "__qualname__", None),
@@ -331,6 +391,13 @@ def _measure(
         work_units=work_units,
         work_unit=work_unit,
     )
+    hardware_peak = hardware_peak_section(declared, measured)
+    if hardware_peak is not None:
+        report["hardware_peak"] = hardware_peak
+    # The bytes of the operator FLOPs pass; intensity and bandwidth utilization follow from them.
+    report["metrics"]["operator_bytes"] = passes.values["operator_bytes"]
+    for key, metric in rate_metrics(report["metrics"], hardware_peak).items():
+        report["metrics"][key] = metric  # type: ignore[literal-required]
     if job is not None:
         from . import _metrics
         from ._distributed import rank_process_rss_peak

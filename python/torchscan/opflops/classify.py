@@ -21,7 +21,7 @@ import torch
 
 from ..reports import ExclusionClass
 
-__all__ = ["ExclusionClass", "exclusion_class", "named_class", "operator_name"]
+__all__ = ["ExclusionClass", "exclusion_class", "moves_no_data", "named_class", "operator_name"]
 
 
 # Curated names (aten namespace, overload dropped). They come first: they override tags where a
@@ -778,3 +778,68 @@ def exclusion_class(func: Any) -> ExclusionClass | None:
             if found is not None:
                 return found
     return _packet_class(namespace, name)
+
+
+# Operators that read or change a tensor's metadata only (``aten`` names, overload dropped):
+# no element is read or written, so they move no bytes. ``_unsafe_view`` and ``data`` return a
+# view although their schemas do not say so.
+_NO_DATA = frozenset(
+    {
+        "_unsafe_view",
+        "data",
+        "set_data",
+        "requires_grad_",
+        "retain_grad",
+        "retains_grad",
+        "_version",
+        "output_nr",
+        "is_same_size",
+        "is_set_to",
+        "_has_same_storage_numel",
+        "_has_compatible_shallow_copy_type",
+        "_assert_tensor_metadata",
+        "record_stream",
+        "_nnz",
+        "dense_dim",
+        "sparse_dim",
+        "_dimI",
+        "_dimV",
+        "is_coalesced",
+        "q_scale",
+        "q_zero_point",
+        "qscheme",
+        "is_pinned",
+        "_is_zerotensor",
+        "is_conj",
+        "is_neg",
+        "is_floating_point",
+        "is_complex",
+        "is_signed",
+        "is_inference",
+        "is_leaf",
+    }
+)
+
+
+@cache
+def moves_no_data(func: Any) -> bool:
+    """Whether the operator overload ``func`` reads and writes no tensor element.
+
+    True for views, whose every result aliases an input without being written (``view``, ``t``,
+    ``expand``, ``as_strided``, ``split``: ``Tensor(a)`` returns in the schema), for in-place
+    changes of a tensor's view (the ``inplace_view`` tag: ``t_``, ``squeeze_``, ``detach_``),
+    for the metadata queries of the ``prim`` namespace and for the ``aten`` metadata queries
+    and views listed above. Operator bytes count these calls as 0; a copy (``clone``,
+    ``_to_copy``, ``copy_``) moves data.
+    """
+    namespace, name = _split(func)
+    if namespace in _METADATA_NAMESPACES:
+        return True
+    if namespace == "aten" and name in _NO_DATA:
+        return True
+    if torch.Tag.inplace_view in func.tags:
+        return True
+    returns = func._schema.returns
+    return bool(returns) and all(
+        ret.alias_info is not None and not ret.alias_info.is_write for ret in returns
+    )

@@ -28,7 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from .. import _core
 from .._compiled import without_dynamo
-from .classify import ExclusionClass, exclusion_class, operator_name
+from .classify import ExclusionClass, exclusion_class, moves_no_data, operator_name
 from .formulas import COMPOSITE_FALLBACKS, RawFormula, builtin_formulas, from_shape_formula
 
 __all__ = [
@@ -120,6 +120,7 @@ class Entry:
         "formula",
         "handle",
         "lean",
+        "moves_data",
         "name",
         "on_shapes",
         "op",
@@ -139,6 +140,7 @@ class Entry:
         handle: Any = None,
         tensor_args: tuple[int, ...] = (),
         direct: Callable[..., Any] | None = None,
+        moves_data: bool = True,
     ) -> None:
         self.code = code
         self.name = name
@@ -165,6 +167,9 @@ class Entry:
         self.lean = (
             code in (EXCLUDED, UNCOUNTED) or (code == COUNTED and self.on_shapes is not None)
         ) and not tensor_lists
+        # Whether its calls read or write tensor elements: not for views and metadata queries
+        # (``classify.moves_no_data``), which operator bytes count as 0.
+        self.moves_data = moves_data
 
 
 class Recorder(Protocol):
@@ -415,6 +420,7 @@ class OperatorFlopMode(_DispatchModeBase):  # type: ignore[misc]
             _takes_tensor_lists(func),
             *_boxed_call(func),
             _direct_bindings().get(func),
+            not moves_no_data(func),
         )
 
     @classmethod
@@ -536,6 +542,10 @@ class CompiledFlopMode(OperatorFlopMode):
     ``__torch_dispatch__``, which TorchDynamo is kept out of), which counts it at once and logs
     it through the recorder's ``_after``. ``crawl_module``, ``measure_flops`` and every
     ``OperatorFlopCounter`` count through this mode.
+
+    A recorder whose ``_count_bytes`` is true (a counter's, not the analysis's) has the compiled
+    dispatch add up operator bytes too: the lean calls' there, the general path's through the
+    recorder's ``_after`` (``_core.DispatchRecorder.add_bytes``).
     """
 
     def __init__(
@@ -559,6 +569,7 @@ class CompiledFlopMode(OperatorFlopMode):
             COUNTED,
             DEFERRED,
             UNCOUNTED,
+            operator_bytes=bool(getattr(recorder, "_count_bytes", False)),
         )
         self.__torch_dispatch__ = types.MethodType(dispatch, self)  # type: ignore[method-assign]
         recorder._attach(dispatch)

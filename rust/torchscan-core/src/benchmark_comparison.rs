@@ -391,6 +391,38 @@ fn precision_change(baseline: &Context, candidate: &Context) -> Option<String> {
     ))
 }
 
+/// The rate metrics both reports carry, with a number on at least one side: `achieved_flop_rate`
+/// and `flop_utilization`. Reports written before they were recorded, or without a peak on
+/// either side, add nothing, so their comparisons keep their rows.
+fn rate_pairs<'a>(
+    baseline: &'a BenchmarkReport,
+    candidate: &'a BenchmarkReport,
+) -> Vec<(&'static str, &'a MetricResult, &'a MetricResult)> {
+    [
+        (
+            "achieved_flop_rate",
+            baseline.metrics.achieved_flop_rate.as_ref(),
+            candidate.metrics.achieved_flop_rate.as_ref(),
+        ),
+        (
+            "flop_utilization",
+            baseline.metrics.flop_utilization.as_ref(),
+            candidate.metrics.flop_utilization.as_ref(),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(name, base, cand)| match (base, cand) {
+        (Some(base), Some(cand))
+            if base.status != MetricStatus::Unavailable
+                || cand.status != MetricStatus::Unavailable =>
+        {
+            Some((name, base, cand))
+        }
+        _ => None,
+    })
+    .collect()
+}
+
 /// A report is noisy when other processes used more than this share of all CPU time while it
 /// was timed (the threshold of its `noisy_machine` diagnostic).
 pub const NOISY_OTHER_CPU_RATIO: f64 = 0.10;
@@ -672,7 +704,7 @@ pub fn compare_benchmarks_with(
         });
     }
     let throughput_unit = crate::schema::common::throughput_unit(&base_work.work_unit);
-    let names: [(&str, &MetricResult, &MetricResult); 6] = [
+    let mut names: Vec<(&str, &MetricResult, &MetricResult)> = vec![
         (
             "latency",
             &baseline.metrics.latency,
@@ -704,6 +736,9 @@ pub fn compare_benchmarks_with(
             &candidate.metrics.process_rss_peak,
         ),
     ];
+    // Beside latency and throughput: the achieved FLOP rate and its share of the peak, when both
+    // reports carry them and one has a number; a change without a verdict of its own.
+    names.splice(2..2, rate_pairs(baseline, candidate));
     let failed = check_summary.status == CheckStatus::Failed;
     let mut deltas = Vec::new();
     let mut overall = Verdict::Inconclusive;

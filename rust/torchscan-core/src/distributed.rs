@@ -15,7 +15,8 @@ use std::fmt;
 use crate::format::readable_number;
 use crate::problem::Problem;
 use crate::schema::benchmark::{
-    BenchmarkKind, BenchmarkMetrics, BenchmarkReport, ProfilerPass, TimingEvidence, Workload,
+    BenchmarkKind, BenchmarkMetrics, BenchmarkReport, PassName, ProfilerPass, TimingEvidence,
+    TimingSettings, Workload,
 };
 use crate::schema::common::{
     Diagnostic, DiagnosticCode, DistributedContext, MetricResult, MetricStatus, SchemaVersionV1,
@@ -80,6 +81,17 @@ pub enum MergeError {
         other_rank: u64,
         /// Its backend.
         other_backend: String,
+    },
+    /// Two ranks come from different measurements (different `measurement_id`s).
+    DifferentMeasurement {
+        /// The lowest rank given.
+        rank: u64,
+        /// Its measurement id.
+        id: String,
+        /// The rank that differs.
+        other_rank: u64,
+        /// Its measurement id.
+        other_id: String,
     },
     /// A rank is not below its world size.
     RankOutOfRange {
@@ -217,6 +229,16 @@ impl MergeError {
             } => format!(
                 "rank {rank} used the `{backend}` backend and rank {other_rank} the \
                  `{other_backend}` backend: the reports are not of one job"
+            ),
+            MergeError::DifferentMeasurement {
+                rank,
+                id,
+                other_rank,
+                other_id,
+            } => format!(
+                "rank {rank} comes from measurement {id} and rank {other_rank} from measurement \
+                 {other_id}: the reports are not of one measurement (each call of \
+                 measure_workload in a job draws its own id; merge the reports of one call)"
             ),
             MergeError::RankOutOfRange { rank, world_size } => format!(
                 "rank {rank} is outside its world of {world_size} ranks (ranks 0 to {})",
@@ -436,6 +458,14 @@ fn ranked(reports: &[BenchmarkReport]) -> Result<Vec<(usize, &DistributedContext
                 backend: first.backend.clone(),
                 other_rank: place.rank,
                 other_backend: place.backend.clone(),
+            });
+        }
+        if place.measurement_id != first.measurement_id {
+            return Err(MergeError::DifferentMeasurement {
+                rank: first.rank,
+                id: first.measurement_id.clone(),
+                other_rank: place.rank,
+                other_id: place.measurement_id.clone(),
             });
         }
     }
@@ -665,6 +695,46 @@ fn stats_error(error: stats::StatsError) -> MergeError {
 }
 
 /// The straggler of the aligned blocks `durations[rank][block]`.
+/// The sign test's level: a rank is the straggler only when chance would make it the slowest
+/// that often with a probability below this.
+pub const STRAGGLER_SIGNIFICANCE: f64 = 0.01;
+
+/// The smallest cost, as a share of the step time, for which a straggler is named: below it the
+/// ranks keep the same pace for every practical purpose.
+pub const STRAGGLER_MIN_SHARE: f64 = 0.01;
+
+/// [`STRAGGLER_MIN_SHARE`] in percent, for sentences.
+const STRAGGLER_MIN_SHARE_PERCENT: f64 = 1.0;
+
+/// The probability that a binomial count with `trials` trials and success probability `p`
+/// reaches `successes` or more: the one-sided sign test of a rank being the slowest in
+/// `successes` of `trials` blocks when every rank is equally likely to be. Summed in log space,
+/// so that thousands of blocks neither underflow nor overflow.
+pub fn sign_test_p_value(trials: u64, successes: u64, p: f64) -> f64 {
+    if successes == 0 {
+        return 1.0;
+    }
+    if successes > trials || !(p > 0.0 && p < 1.0) {
+        return 0.0;
+    }
+    let n = trials as f64;
+    let (log_p, log_q) = (p.ln(), (1.0 - p).ln());
+    // log C(n, k) by the recurrence C(n, k + 1) = C(n, k) (n - k) / (k + 1).
+    let mut log_choose = 0.0;
+    let mut terms = Vec::with_capacity((trials - successes + 1) as usize);
+    for k in 0..=trials {
+        if k >= successes {
+            terms.push(log_choose + k as f64 * log_p + (n - k as f64) * log_q);
+        }
+        if k < trials {
+            log_choose += (n - k as f64).ln() - (k as f64 + 1.0).ln();
+        }
+    }
+    let top = terms.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let sum: f64 = terms.iter().map(|term| (term - top).exp()).sum();
+    (top + sum.ln()).exp().min(1.0)
+}
+
 fn find_straggler(
     durations: &[&[f64]],
     blocks: &[JobBlock],
@@ -690,14 +760,17 @@ fn find_straggler(
                     best
                 }
             });
-    let method = "the straggler is the rank whose block ended last (the slowest) in more than \
-                  half of the aligned blocks; its cost is what the job would save per call if it \
-                  kept the other ranks' median pace: the median over blocks of its block duration \
-                  minus the median of the other ranks' durations of that block, per call, and at \
-                  least 0. Waits inside the workload's own collectives are not seen: a rank slowed \
-                  before a collective in the call delays every rank to that point and shows as \
-                  every rank's step time"
-        .to_owned();
+    let method = format!(
+        "the straggler is the rank whose block ended last (the slowest) in more than half of \
+         the aligned blocks, more often than chance allows (a one-sided sign test against \
+         1 / world size, p below {STRAGGLER_SIGNIFICANCE}), and whose cost is at least \
+         {STRAGGLER_MIN_SHARE_PERCENT}% of the step time; its cost is what the job would save \
+         per call if it kept the other ranks' median pace: the median over blocks of its block \
+         duration minus the median of the other ranks' durations of that block, per call, and \
+         at least 0. Waits inside the workload's own collectives are not seen: a rank slowed \
+         before a collective in the call delays every rank to that point and shows as every \
+         rank's step time"
+    );
     let unnamed = |reason: String| Straggler {
         rank: None,
         slowest_blocks: slowest_blocks.clone(),
@@ -730,15 +803,33 @@ fn find_straggler(
         excess.push((durations[most_rank][block] - pace) / calls);
     }
     let cost_s = stats::median(&excess).map_err(stats_error)?.max(0.0);
+    let share = if step_time_s > 0.0 {
+        cost_s / step_time_s
+    } else {
+        0.0
+    };
+    let chance = sign_test_p_value(count as u64, most, 1.0 / world_size as f64);
+    if chance >= STRAGGLER_SIGNIFICANCE {
+        return Ok(unnamed(format!(
+            "rank {most_rank} was the slowest in {most} of the {count} blocks, which chance \
+             explains (sign test p = {chance:.3}, not below {STRAGGLER_SIGNIFICANCE}): no rank \
+             stands out"
+        )));
+    }
+    if share < STRAGGLER_MIN_SHARE {
+        return Ok(unnamed(format!(
+            "rank {most_rank} was the slowest in {most} of the {count} blocks, but by only {} \
+             per call ({:.2}% of the step time, below the {STRAGGLER_MIN_SHARE_PERCENT}% a \
+             straggler must cost to be named)",
+            crate::format::readable_number(cost_s, "s"),
+            share * 100.0
+        )));
+    }
     Ok(Straggler {
         rank: Some(most_rank as u64),
         slowest_blocks: slowest_blocks.clone(),
         cost_s: Some(cost_s),
-        cost_ratio: Some(if step_time_s > 0.0 {
-            cost_s / step_time_s
-        } else {
-            0.0
-        }),
+        cost_ratio: Some(share),
         method,
         reason: None,
     })
@@ -827,7 +918,7 @@ fn merge_diagnostics(
             severity: Severity::Info,
             metric: Some("step_time".to_owned()),
             message: format!(
-                "one call issues {collectives} {} of the default process group: the ranks wait \
+                "one call issues {collectives} {}: the ranks wait \
                  for each other inside every call, so a rank slowed before its last collective \
                  shows in every rank's step time, not as a straggler",
                 if collectives == 1 {
@@ -913,7 +1004,12 @@ pub fn merge_rank_reports(
         .iter()
         .map(|rank| rank.report.workload.work_units)
         .sum();
-    let collectives_per_call = first.timing.collectives_per_call;
+    // The most any rank counted (a group of some ranks only adds to theirs); absent when a rank
+    // could not count them.
+    let collectives_per_call = ranks
+        .iter()
+        .map(|rank| rank.timing.collectives_per_call)
+        .try_fold(0u64, |most, count| count.map(|count| most.max(count)));
     let mut hosts: Vec<String> = ranks.iter().map(|rank| rank.place.host.clone()).collect();
     hosts.sort();
     hosts.dedup();
@@ -1169,6 +1265,11 @@ pub fn job_view(report: &DistributedBenchmarkReport) -> BenchmarkReport {
             "the lowest cpu_frequency of the ranks",
         ),
         rank_process_rss_peak: None,
+        achieved_flop_rate: None,
+        operator_bytes: None,
+        arithmetic_intensity: None,
+        flop_utilization: None,
+        bandwidth_utilization: None,
     };
     BenchmarkReport {
         schema_version: SchemaVersionV1,
@@ -1179,7 +1280,13 @@ pub fn job_view(report: &DistributedBenchmarkReport) -> BenchmarkReport {
             work_units: report.job.work_units_per_call,
             ..report.workload.clone()
         },
-        settings: report.settings.clone(),
+        // Each rank measured its own hardware peak; the job's view has none.
+        settings: TimingSettings {
+            passes: (report.settings.passes.iter().copied())
+                .filter(|pass| *pass != PassName::HardwarePeak)
+                .collect(),
+            ..report.settings.clone()
+        },
         timing: Some(report.timing.clone()),
         metrics,
         operator_flops: None,
@@ -1193,5 +1300,33 @@ pub fn job_view(report: &DistributedBenchmarkReport) -> BenchmarkReport {
             top_operators: Vec::new(),
             trace: None,
         },
+        hardware_peak: None,
+    }
+}
+
+#[cfg(test)]
+mod sign_test {
+    use super::sign_test_p_value;
+
+    #[test]
+    fn small_cases_match_the_binomial_sums() {
+        // P(X >= 2 | n = 2, p = 1/2) = 1/4; P(X >= 3 | n = 4, p = 1/2) = 5/16.
+        assert!((sign_test_p_value(2, 2, 0.5) - 0.25).abs() < 1e-12);
+        assert!((sign_test_p_value(4, 3, 0.5) - 5.0 / 16.0).abs() < 1e-12);
+        // Three ranks: P(X >= 2 | n = 2, p = 1/3) = 1/9.
+        assert!((sign_test_p_value(2, 2, 1.0 / 3.0) - 1.0 / 9.0).abs() < 1e-12);
+        assert_eq!(sign_test_p_value(10, 0, 0.5), 1.0);
+    }
+
+    #[test]
+    fn many_blocks_neither_underflow_nor_overflow() {
+        // 5,000 of 10,000 blocks is chance; all 10,000 is not (0.5^10000 underflows as a
+        // plain product, and is 0 here).
+        let even = sign_test_p_value(10_000, 5_000, 0.5);
+        assert!(even > 0.49 && even < 0.51, "{even}");
+        assert_eq!(sign_test_p_value(10_000, 10_000, 0.5), 0.0);
+        // 68 of 104 blocks for two ranks: a one-sided p of about 0.001.
+        let skewed = sign_test_p_value(104, 68, 0.5);
+        assert!(skewed > 0.0005 && skewed < 0.002, "{skewed}");
     }
 }

@@ -222,10 +222,14 @@ fn prefixed(value: f64, prefixes: &[(&'static str, f64)]) -> Option<(String, &'s
     }
 }
 
-/// Whether a unit takes its decimal prefix glued to it (`MFLOPs`, `GFLOP/s`) rather than
-/// before it with a space (`4.192 M samples/s`).
+/// Whether a unit takes its decimal prefix glued to it (`MFLOPs`, `GFLOP/s`, `GB/s`: bandwidth
+/// in decimal bytes per second, as datasheets give it) rather than before it with a space
+/// (`4.192 M samples/s`).
 fn glued_prefix(unit: &str) -> bool {
-    matches!(unit, "FLOPs" | "MACs" | "DMAs" | "FLOP/s" | "Hz")
+    matches!(
+        unit,
+        "FLOPs" | "MACs" | "DMAs" | "FLOP/s" | "Hz" | "B/s" | "FLOP/B"
+    )
 }
 
 /// A number people read at a glance, in its unit family: times in ns, us, ms or s; bytes in B,

@@ -7,7 +7,8 @@
 //! others, each named after the report kind it makes: [`diff`] compares two analyses into a
 //! `report_diff` report, [`benchmark_comparison`] two benchmarks (or two merged distributed jobs)
 //! into a `benchmark_comparison` report. [`distributed`] merges the `benchmark` reports of every
-//! rank of a `torch.distributed` job into one `distributed_benchmark` report.
+//! rank of a `torch.distributed` job into one `distributed_benchmark` report. [`roofline`]
+//! places a benchmark between the peaks it records, for the summary and the page alike.
 //! Pure functions; no Python and no torch here.
 
 pub mod benchmark_comparison;
@@ -25,6 +26,7 @@ pub mod problem;
 pub mod read;
 pub mod receptive_field;
 pub mod render;
+pub mod roofline;
 pub mod schema;
 pub mod stats;
 pub mod summary;

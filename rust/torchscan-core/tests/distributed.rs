@@ -89,6 +89,7 @@ fn rank_report(rank: u64, world_size: u64, durations: &[f64], waits: &[f64]) -> 
                 backend: "gloo".to_owned(),
                 host: host(rank),
                 process_group: ProcessGroupOrigin::Created,
+                measurement_id: "5f0c1d2e3a4b4c6d8e9f00112233aabb".to_owned(),
             }),
             ..Context::default()
         },
@@ -234,6 +235,11 @@ fn rank_report(rank: u64, world_size: u64, durations: &[f64], waits: &[f64]) -> 
                     "getrusage ru_maxrss",
                 )
             }),
+            achieved_flop_rate: None,
+            operator_bytes: None,
+            arithmetic_intensity: None,
+            flop_utilization: None,
+            bandwidth_utilization: None,
         },
         operator_flops: None,
         profiler: ProfilerPass {
@@ -246,6 +252,7 @@ fn rank_report(rank: u64, world_size: u64, durations: &[f64], waits: &[f64]) -> 
             top_operators: Vec::new(),
             trace: None,
         },
+        hardware_peak: None,
     }
 }
 
@@ -279,9 +286,13 @@ fn job(durations: &[&[f64]]) -> Vec<BenchmarkReport> {
         .collect()
 }
 
-/// The job of the checked-in fixture: rank 1 is the slowest in every block.
+/// The job of the checked-in fixture: rank 1 is the slowest in every block (8 blocks: more than
+/// chance allows, a sign test p of 1/256).
 fn two_ranks() -> Vec<BenchmarkReport> {
-    job(&[&[10.0, 10.0, 10.0, 10.0], &[12.0, 12.0, 11.0, 12.0]])
+    job(&[
+        &[10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0, 10.0],
+        &[12.0, 12.0, 11.0, 12.0, 12.0, 12.0, 11.0, 12.0],
+    ])
 }
 
 fn merged(reports: &[BenchmarkReport]) -> DistributedBenchmarkReport {
@@ -331,47 +342,45 @@ fn two_ranks_merge_into_the_hand_computed_job() {
         slowest_rank,
         spread_s: spread * T,
     };
-    assert_eq!(
-        report.blocks,
-        vec![
-            block(12.0, 1, 2.0),
-            block(12.0, 1, 2.0),
-            block(11.0, 1, 1.0),
-            block(12.0, 1, 2.0)
-        ]
-    );
+    let half = [
+        block(12.0, 1, 2.0),
+        block(12.0, 1, 2.0),
+        block(11.0, 1, 1.0),
+        block(12.0, 1, 2.0),
+    ];
+    assert_eq!(report.blocks, [half.clone(), half].concat());
     // The job's timing evidence.
     assert_eq!(report.timing.first_call_s, 40.0 * T);
     assert_eq!(report.timing.warmup_calls, 16);
     assert_eq!(report.timing.calls_per_block, 2);
     assert_eq!(
         report.timing.block_durations_s,
-        ticks(&[12.0, 12.0, 11.0, 12.0])
+        ticks(&[12.0, 12.0, 11.0, 12.0, 12.0, 12.0, 11.0, 12.0])
     );
     assert_eq!(
         report.timing.block_starts_s,
-        Some(ticks(&[0.0, 12.0, 24.0, 35.0]))
+        Some(ticks(&[0.0, 12.0, 24.0, 35.0, 47.0, 59.0, 71.0, 82.0]))
     );
     assert_eq!(report.timing.timer_overhead_s, 4.1e-8 + 1e-9);
     assert_eq!(report.timing.barrier_waits_s, None);
     assert_eq!(report.timing.collectives_per_call, None);
-    // Per call: [6, 6, 5.5, 6] ticks; median 6, quartiles 5.875 and 6.
+    // Per call: [6, 6, 5.5, 6] ticks twice; median 6, quartiles 5.875 and 6.
     let metrics = &report.metrics;
     assert_eq!(metrics.step_time.value, Some(6.0 * T));
     assert_eq!(metrics.step_time_iqr.value, Some(0.125 * T));
-    // 64 samples x 2 calls x 4 blocks over 47 ticks.
-    assert_eq!(metrics.throughput.value, Some(512.0 / (47.0 * T)));
+    // 64 samples x 2 calls x 8 blocks over 94 ticks.
+    assert_eq!(metrics.throughput.value, Some(1024.0 / (94.0 * T)));
     assert_eq!(metrics.throughput.unit, "samples/s");
     assert_eq!(metrics.first_call.value, Some(40.0 * T));
     assert_eq!(
         metrics.step_time.method,
-        "median over 4 aligned blocks of the slowest rank's block duration per call; barriers \
+        "median over 8 aligned blocks of the slowest rank's block duration per call; barriers \
          before each block keep the ranks' blocks on the same calls and are outside the timed \
          intervals"
     );
-    // Rank 1 is 2, 2, 1 and 2 ticks slower per block: median 2 ticks, 1 tick per call.
+    // Rank 1 is 2, 2, 1 and 2 ticks slower per block, twice: median 2 ticks, 1 tick per call.
     assert_eq!(report.straggler.rank, Some(1));
-    assert_eq!(report.straggler.slowest_blocks, vec![0, 4]);
+    assert_eq!(report.straggler.slowest_blocks, vec![0, 8]);
     assert_eq!(report.straggler.cost_s, Some(T));
     assert_eq!(report.straggler.cost_ratio, Some(1.0 / 6.0));
     assert_eq!(report.straggler.reason, None);
@@ -385,9 +394,9 @@ fn two_ranks_merge_into_the_hand_computed_job() {
     );
     assert_eq!(metrics.straggler_cost.status, MetricStatus::Complete);
     assert_eq!(metrics.straggler_cost.value, Some(T));
-    // Ranks: rank 0 waited 1 tick before the first block and 2 + 2 + 1 after.
+    // Ranks: rank 0 waited 1 tick before the first block and 2 + 2 + 1 + 2 + 2 + 2 + 1 after.
     assert_eq!(report.ranks.len(), 2);
-    assert_eq!(report.ranks[0].barrier_wait_s, 6.0 * T);
+    assert_eq!(report.ranks[0].barrier_wait_s, 13.0 * T);
     assert_eq!(report.ranks[1].barrier_wait_s, 0.0);
     assert_eq!(report.ranks[1].local_rank, 1);
     assert_eq!(report.ranks[1].host, "node-a");
@@ -415,14 +424,14 @@ fn two_ranks_merge_into_the_hand_computed_job() {
                 DiagnosticCode::Note,
                 Severity::Warning,
                 Some("straggler_cost"),
-                "rank 1 was the slowest in 4 of 4 blocks and costs 976.6 us per call (16.7% of \
+                "rank 1 was the slowest in 8 of 8 blocks and costs 976.6 us per call (16.7% of \
                  the step time)"
             ),
             (
                 DiagnosticCode::Note,
                 Severity::Info,
                 Some("step_time"),
-                "one call issues 2 collectives of the default process group: the ranks wait for \
+                "one call issues 2 collectives: the ranks wait for \
                  each other inside every call, so a rank slowed before its last collective shows \
                  in every rank's step time, not as a straggler"
             ),
@@ -448,10 +457,12 @@ fn the_order_of_the_inputs_does_not_matter() {
 
 #[test]
 fn three_ranks_name_the_straggler_by_the_median_of_the_others() {
+    // The same four blocks four times: 12 of 16 for rank 2 is more than chance allows.
+    let four = |blocks: [f64; 4]| [blocks, blocks, blocks, blocks].concat();
     let report = merged(&job(&[
-        &[10.0, 10.0, 10.0, 10.0],
-        &[11.0, 12.0, 10.0, 11.0],
-        &[14.0, 14.0, 14.0, 9.0],
+        &four([10.0, 10.0, 10.0, 10.0]),
+        &four([11.0, 12.0, 10.0, 11.0]),
+        &four([14.0, 14.0, 14.0, 9.0]),
     ]));
     assert_eq!(
         report.job.hosts,
@@ -465,13 +476,16 @@ fn three_ranks_name_the_straggler_by_the_median_of_the_others() {
             .iter()
             .map(|b| b.slowest_rank)
             .collect::<Vec<_>>(),
-        vec![2, 2, 2, 1]
+        four([2.0, 2.0, 2.0, 1.0])
+            .into_iter()
+            .map(|rank| rank as u64)
+            .collect::<Vec<_>>()
     );
     assert_eq!(report.blocks[3].spread_s, 2.0 * T);
     assert_eq!(report.straggler.rank, Some(2));
-    assert_eq!(report.straggler.slowest_blocks, vec![0, 1, 3]);
-    // Beyond the median of the others: 3.5, 3, 4 and -1.5 ticks; per call 1.75, 1.5, 2, -0.75;
-    // median 1.625 ticks.
+    assert_eq!(report.straggler.slowest_blocks, vec![0, 4, 12]);
+    // Beyond the median of the others: 3.5, 3, 4 and -1.5 ticks; per call 1.75, 1.5, 2, -0.75
+    // (four times each); median 1.625 ticks.
     assert_eq!(report.straggler.cost_s, Some(1.625 * T));
     // Step times per call 7, 7, 7, 5.5 ticks: median 7.
     assert_eq!(report.metrics.step_time.value, Some(7.0 * T));
@@ -740,7 +754,7 @@ fn every_refusal_names_the_ranks_and_values() {
     timing(&mut fewer, 1).block_durations_s.pop();
     assert_eq!(
         refusal(&fewer),
-        "the blocks were not aligned: rank 0 ran 4 timed blocks and rank 1 3; measure every \
+        "the blocks were not aligned: rank 0 ran 8 timed blocks and rank 1 7; measure every \
          rank in one distributed run, so that block i covers the same calls on each"
     );
 
@@ -757,7 +771,7 @@ fn every_refusal_names_the_ranks_and_values() {
     }
     assert_eq!(
         refusal(&short),
-        "rank 1 recorded 3 barrier waits for 4 timed blocks: every block has the wait before it"
+        "rank 1 recorded 7 barrier waits for 8 timed blocks: every block has the wait before it"
     );
 
     let mut broken = reports;
@@ -970,7 +984,7 @@ fn benchmark_reports_check_their_distributed_members() {
     assert_eq!(found, vec!["$.timing.barrier_waits_s"]);
     assert_eq!(
         problems[0].message,
-        "has 3 waits for 4 block durations; every timed block has the wait before it"
+        "has 7 waits for 8 block durations; every timed block has the wait before it"
     );
     let (found, _) = check(&|report| {
         let mut negative = waits(report);
@@ -1201,4 +1215,65 @@ fn the_checked_in_fixtures_are_the_merge_of_the_checked_in_ranks() {
         merge_rank_reports_json(&[&rank1, &rank0]),
         Ok(expected[2].1.clone())
     );
+}
+
+#[test]
+fn a_straggler_is_named_only_beyond_chance_and_a_share_of_the_step() {
+    // 4 of 4 blocks: a sign test p of 1/16, which chance explains.
+    let few = merged(&job(&[&[10.0; 4], &[12.0, 12.0, 11.0, 12.0]]));
+    assert_eq!(few.straggler.rank, None);
+    assert_eq!(few.straggler.cost_s, None);
+    assert_eq!(few.straggler.slowest_blocks, vec![0, 4]);
+    assert_eq!(
+        few.straggler.reason.as_deref(),
+        Some(
+            "rank 1 was the slowest in 4 of the 4 blocks, which chance explains (sign test p = \
+             0.062, not below 0.01): no rank stands out"
+        )
+    );
+    assert_eq!(few.metrics.straggler_cost.status, MetricStatus::Unavailable);
+    // 8 of 8 blocks, but half a tick in 1,000: 0.05% of the step time is too little to name.
+    let tiny = merged(&job(&[&[1000.0; 8], &[1000.5; 8]]));
+    assert_eq!(tiny.straggler.rank, None);
+    let reason = tiny.straggler.reason.clone().unwrap_or_default();
+    assert!(
+        reason.starts_with("rank 1 was the slowest in 8 of the 8 blocks, but by only ")
+            && reason.ends_with(
+                " per call (0.05% of the step time, below the 1% a straggler must cost to be \
+                 named)"
+            ),
+        "{reason}"
+    );
+    assert!(
+        tiny.diagnostics
+            .iter()
+            .all(|diagnostic| diagnostic.metric.as_deref() != Some("straggler_cost"))
+    );
+}
+
+#[test]
+fn reports_of_two_measurements_are_refused() {
+    let mut reports = two_ranks();
+    if let Some(place) = reports[1].context.distributed.as_mut() {
+        place.measurement_id = "ffffffffffffffffffffffffffffffff".to_owned();
+    }
+    assert_eq!(
+        refusal(&reports),
+        "rank 0 comes from measurement 5f0c1d2e3a4b4c6d8e9f00112233aabb and rank 1 from \
+         measurement ffffffffffffffffffffffffffffffff: the reports are not of one measurement \
+         (each call of measure_workload in a job draws its own id; merge the reports of one call)"
+    );
+}
+
+#[test]
+fn the_job_counts_the_most_collectives_any_rank_counted() {
+    let mut reports = two_ranks();
+    if let Some(timing) = reports[0].timing.as_mut() {
+        timing.collectives_per_call = Some(0);
+    }
+    assert_eq!(merged(&reports).job.collectives_per_call, Some(2));
+    if let Some(timing) = reports[1].timing.as_mut() {
+        timing.collectives_per_call = None;
+    }
+    assert_eq!(merged(&reports).job.collectives_per_call, None);
 }

@@ -108,6 +108,7 @@ fn rank_report(rank: u64, spec: &RankSpec, world_size: u64, name: &str) -> Bench
                 backend: "gloo".to_owned(),
                 host: spec.host.to_owned(),
                 process_group: ProcessGroupOrigin::Existing,
+                measurement_id: "0a1b2c3d4e5f40718293a4b5c6d7e8f9".to_owned(),
             }),
             ..Context::default()
         },
@@ -183,6 +184,11 @@ fn rank_report(rank: u64, spec: &RankSpec, world_size: u64, name: &str) -> Bench
                     "getrusage is not available on this platform",
                 ),
             }),
+            achieved_flop_rate: None,
+            operator_bytes: None,
+            arithmetic_intensity: None,
+            flop_utilization: None,
+            bandwidth_utilization: None,
         },
         operator_flops: None,
         profiler: ProfilerPass {
@@ -195,6 +201,7 @@ fn rank_report(rank: u64, spec: &RankSpec, world_size: u64, name: &str) -> Bench
             top_operators: vec![],
             trace: None,
         },
+        hardware_peak: None,
     }
 }
 
@@ -403,7 +410,7 @@ fn the_summary_names_the_straggler_and_every_rank() {
         "  First call (slowest rank): 2.250 s (2.25 s) on rank 1\n",
         "  Straggler: rank 1, slowest in 3 of 4 blocks; costs 39.06 ms (0.0390625 s) per call, \
          23.8% of the step time\n",
-        "  Collectives per call: 2 (default process group, rank 0)\n",
+        "  Collectives per call: 2 (the most any rank counted, every process group)\n",
         "    RSS peak: unavailable on rank 1 (getrusage is not available on this platform)\n",
         "    Reserved peak: unavailable on ranks 0, 1 (unsupported on device)\n",
         "    rank 1: Threads 4 -> 8\n",
@@ -591,8 +598,14 @@ fn the_merged_report_of_the_rank_reports_summarises() {
     let merged = torchscan_core::distributed::merge_rank_reports(&reports).expect("one job");
     let built = job_report(&ranks, "train_step");
     assert_eq!(merged.blocks, built.blocks);
-    assert_eq!(merged.straggler.rank, built.straggler.rank);
-    assert_eq!(merged.straggler.cost_s, built.straggler.cost_s);
+    // Three of four blocks is what chance gives two equal ranks often: the merge names no one,
+    // where the built page above shows how a named straggler reads.
+    assert_eq!(built.straggler.rank, Some(1));
+    assert_eq!(merged.straggler.rank, None);
+    assert_eq!(
+        merged.straggler.slowest_blocks,
+        built.straggler.slowest_blocks
+    );
     assert_eq!(
         merged.metrics.step_time.value,
         built.metrics.step_time.value
@@ -603,9 +616,9 @@ fn the_merged_report_of_the_rank_reports_summarises() {
     );
     let summary = summary_of(&merged);
     assert!(summary.contains(
-        "  Straggler: rank 1, slowest in 3 of 4 blocks; costs 39.06 ms (0.0390625 s) per call, \
-         23.8% of the step time\n"
+        "  Straggler: none named (rank 1 was the slowest in 3 of the 4 blocks, which chance \
+         explains (sign test p = 0.312, not below 0.01): no rank stands out)\n"
     ));
     insta::assert_snapshot!("summary_merged", summary);
-    assert!(page_of(&merged).contains("<dt>Straggler</dt><dd>rank 1</dd>"));
+    assert!(page_of(&merged).contains("<dt>Straggler</dt><dd>none named</dd>"));
 }

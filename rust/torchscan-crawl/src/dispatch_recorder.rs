@@ -6,6 +6,10 @@
 //! runs the kernel and logs what the analysis works out after the forward: shapes, identities
 //! and the module call that ran it. [`DispatchRecorder`] does exactly that; every other call goes
 //! to the general path it was given, which is Python (and shielded from TorchDynamo there).
+//!
+//! A FLOP counter's recorder may also add up operator bytes (see [`crate::operator_bytes`]) in
+//! the same pass: the lean path reads the sizes of each call's tensors here, the general path
+//! hands its calls to [`DispatchRecorder::add_bytes`]. An analysed forward's recorder does not.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +22,7 @@ use pyo3::types::{PyDict, PyInt, PyList, PyTuple};
 
 use crate::call_recorder::CallRecorder;
 use crate::flop_ledger::{FlopLedger, Ledger};
+use crate::operator_bytes::CallBytes;
 use crate::operator_record::OperatorRecord;
 
 /// Calls of one entry logged here: the entry, its calls and its uncounted calls.
@@ -79,6 +84,8 @@ pub struct DispatchRecorder {
     counted: i64,
     deferred: i64,
     uncounted: i64,
+    /// Whether the ledger adds up operator bytes (a counter's only, when asked).
+    bytes: bool,
     /// Calls logged here, in the order their entries were first seen.
     tallies: Mutex<Tallies>,
     /// What each operator seen so far needs, by `id(overload)`: `None` for the general path.
@@ -107,11 +114,15 @@ struct Lean {
     direct: Option<Py<PyAny>>,
     tensor_args: Vec<usize>,
     op: Py<PyAny>,
+    /// Whether its calls' bytes are counted: the recorder counts bytes and the operator reads
+    /// or writes tensor elements (`Entry.moves_data`).
+    bytes: bool,
 }
 
 impl Lean {
-    /// The lean parts of `entry`, or `None` when its calls take the general path.
-    fn of(entry: &Bound<'_, PyAny>) -> PyResult<Option<Self>> {
+    /// The lean parts of `entry`, or `None` when its calls take the general path; `bytes`:
+    /// whether the recorder counts operator bytes.
+    fn of(entry: &Bound<'_, PyAny>, bytes: bool) -> PyResult<Option<Self>> {
         let py = entry.py();
         if !entry.getattr(intern!(py, "lean"))?.is_truthy()? {
             return Ok(None);
@@ -127,6 +138,7 @@ impl Lean {
             direct: optional(intern!(py, "direct"))?,
             tensor_args: entry.getattr(intern!(py, "tensor_args"))?.extract()?,
             op: entry.getattr(intern!(py, "op"))?.unbind(),
+            bytes: bytes && entry.getattr(intern!(py, "moves_data"))?.is_truthy()?,
         }))
     }
 }
@@ -134,6 +146,21 @@ impl Lean {
 #[pymethods]
 impl DispatchRecorder {
     #[new]
+    #[pyo3(signature = (
+        entries,
+        general,
+        scope,
+        log,
+        tensor,
+        parameter,
+        call_boxed,
+        function_modes,
+        counted,
+        deferred,
+        uncounted,
+        *,
+        operator_bytes = false,
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -148,6 +175,7 @@ impl DispatchRecorder {
         counted: i64,
         deferred: i64,
         uncounted: i64,
+        operator_bytes: bool,
     ) -> PyResult<Self> {
         let (scope, ledger) = if let Ok(recorder) = scope.cast::<CallRecorder>() {
             (Scope::Calls(recorder.clone().unbind()), None)
@@ -167,6 +195,7 @@ impl DispatchRecorder {
                 .unbind();
             (scope, Some(Mutex::new(Ledger::new(native_id))))
         };
+        let bytes = operator_bytes && ledger.is_some();
         Ok(Self {
             entries,
             general,
@@ -180,6 +209,7 @@ impl DispatchRecorder {
             counted,
             deferred,
             uncounted,
+            bytes,
             tallies: Mutex::new(Tallies::default()),
             seen: Mutex::new(HashMap::new()),
         })
@@ -200,6 +230,27 @@ impl DispatchRecorder {
             self.read_log(py)?;
         }
         Ok(())
+    }
+
+    /// A counter's general path adds the operator bytes of one call here: those of the distinct
+    /// tensors among `args`, `kwargs` and `out` (see [`crate::operator_bytes`]). Returns them.
+    #[pyo3(signature = (args, kwargs, out))]
+    fn add_bytes(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyAny>,
+        kwargs: Option<&Bound<'_, PyAny>>,
+        out: &Bound<'_, PyAny>,
+    ) -> PyResult<u128> {
+        let tensor = self.tensor.bind(py);
+        let mut call = CallBytes::default();
+        call.value(args, tensor)?;
+        if let Some(kwargs) = kwargs {
+            call.value(kwargs, tensor)?;
+        }
+        call.value(out, tensor)?;
+        self.ledger(py)?.add_bytes(&call);
+        Ok(call.bytes)
     }
 
     /// What a counter's operators came to since the last time (the log is read first).
@@ -282,6 +333,7 @@ impl DispatchRecorder {
         };
         let out = self.run(py, &lean, positional, keywords.as_ref())?;
 
+        let mut bytes = lean.bytes.then(CallBytes::default);
         let mut code = lean.code;
         self.tally(&entry, code == self.uncounted)?;
         let mut inputs: Vec<usize> = Vec::new();
@@ -297,6 +349,9 @@ impl DispatchRecorder {
                 if value.is_instance(tensor)? {
                     shaped.append(value.getattr(intern!(py, "shape"))?)?;
                     inputs.push(identity(&value));
+                    if let Some(bytes) = bytes.as_mut() {
+                        bytes.tensor(&value)?;
+                    }
                 } else {
                     shaped.append(value)?;
                 }
@@ -315,11 +370,17 @@ impl DispatchRecorder {
             for value in positional.iter() {
                 if value.is_instance(tensor)? {
                     inputs.push(identity(&value));
+                    if let Some(bytes) = bytes.as_mut() {
+                        bytes.tensor(&value)?;
+                    }
                 }
             }
             shaped_args = py.None().into_bound(py);
             shaped_out = py.None().into_bound(py);
             collect_ids(py, &out, tensor, &mut outputs)?;
+        }
+        if let Some(bytes) = bytes.as_mut() {
+            bytes.value(&out, tensor)?;
         }
         let first_inputs = match positional.get_item(0) {
             Ok(value) if value.is_instance(tensor)? => 1,
@@ -340,6 +401,9 @@ impl DispatchRecorder {
                 };
                 let mut ledger = self.ledger(py)?;
                 ledger.note_thread(py)?;
+                if let Some(bytes) = &bytes {
+                    ledger.add_bytes(bytes);
+                }
                 let paths = match (scope, called) {
                     (_, Some(paths)) => paths,
                     (Scope::Paths(list), None) => ledger.snapshot(list.bind(py))?,
@@ -445,7 +509,7 @@ impl DispatchRecorder {
         let Some(entry) = self.entries.bind(py).get_item(key)? else {
             return Ok(None);
         };
-        let lean = Lean::of(&entry)?.map(Arc::new);
+        let lean = Lean::of(&entry, self.bytes)?.map(Arc::new);
         self.seen()?.insert(key, lean.clone());
         Ok(lean)
     }

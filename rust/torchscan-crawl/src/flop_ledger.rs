@@ -7,7 +7,8 @@
 //! [`Ledger`] reads that log in batches while the workload runs (so a long workload keeps a
 //! bounded log), applying the deferred shape formulas ([`apply_shape_formula`], which the
 //! analysis's assembly applies too) and attributing every operator to its module paths. The
-//! counter reads the totals once its dispatch mode exits ([`FlopLedger`]).
+//! counter reads the totals once its dispatch mode exits ([`FlopLedger`]). A counter that adds
+//! up operator bytes (see [`crate::operator_bytes`]) adds each call's to the ledger as it runs.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -17,6 +18,7 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
+use crate::operator_bytes::CallBytes;
 use crate::operator_record::OperatorRecord;
 
 /// What the deferred shape formulas of one operator entry came to, for the counter's tallies.
@@ -167,6 +169,11 @@ pub struct FlopLedger {
     pub dtypes: Vec<Py<PyAny>>,
     /// Native ids of the threads the lean calls ran on.
     pub threads: Vec<u64>,
+    /// Operator bytes: the bytes of every executed operator's distinct tensor arguments and
+    /// results, each operator on its own (0 where the counter does not add them up).
+    pub operator_bytes: u128,
+    /// Tensors whose size could not be read, left out of `operator_bytes`.
+    pub unsized_tensors: u64,
 }
 
 /// One module path's running totals.
@@ -194,6 +201,9 @@ pub(crate) struct Ledger {
     native_id: Py<PyAny>,
     /// The last snapshot of a live list of paths: the items' identities and the tuple made.
     last_paths: Option<(Vec<usize>, Py<PyTuple>)>,
+    /// Operator bytes so far, and the tensors whose size could not be read.
+    bytes: u128,
+    unsized_tensors: u64,
 }
 
 impl Ledger {
@@ -210,7 +220,15 @@ impl Ledger {
             threads: Vec::new(),
             native_id,
             last_paths: None,
+            bytes: 0,
+            unsized_tensors: 0,
         }
+    }
+
+    /// Adds the bytes of one operator call.
+    pub(crate) fn add_bytes(&mut self, call: &CallBytes) {
+        self.bytes = self.bytes.saturating_add(call.bytes);
+        self.unsized_tensors += call.unsized_tensors;
     }
 
     /// Notes the thread a lean call runs on (a `torch.jit.fork` thread inherits the mode).
@@ -428,6 +446,8 @@ impl Ledger {
                 .into_iter()
                 .map(|(_, native)| native)
                 .collect(),
+            operator_bytes: std::mem::take(&mut self.bytes),
+            unsized_tensors: std::mem::take(&mut self.unsized_tensors),
         })
     }
 }

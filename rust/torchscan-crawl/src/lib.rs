@@ -10,6 +10,7 @@
 //! - [`dispatch_recorder`]: the common path of the operator dispatch, logged without a Python
 //!   frame;
 //! - [`operator_record`]: one executed operator as the log keeps it;
+//! - [`operator_bytes`]: the bytes of the distinct tensors one operator call reads or writes;
 //! - [`flop_ledger`]: what the operators of a counted workload came to (`measure_flops` and
 //!   `OperatorFlopCounter` count through the same dispatch recorder);
 //! - [`storage`]: a model's parameters and buffers, each module's own, the storage totals and
@@ -28,6 +29,7 @@ pub mod assembly;
 pub mod call_recorder;
 pub mod dispatch_recorder;
 pub mod flop_ledger;
+pub mod operator_bytes;
 pub mod operator_record;
 pub mod receptive_fields;
 pub mod storage;

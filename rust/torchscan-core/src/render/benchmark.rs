@@ -1,5 +1,6 @@
 //! The pages of benchmark and peak-memory reports: latency cards, the chart of the timed blocks,
-//! machine noise, memory scopes and the profiler pass.
+//! machine noise, memory scopes, the hardware peak and its roofline (`roofline`) and the
+//! profiler pass.
 
 use std::fmt::Write as _;
 
@@ -284,6 +285,8 @@ pub(super) fn benchmark_page(page: &mut Page, report: &BenchmarkReport) {
             ..Section::default()
         }),
     }
+    page.sections
+        .extend(super::roofline::hardware_section(report));
     let p = &report.profiler;
     let mut facts = vec![
         fact("Status", p.status.as_str()),

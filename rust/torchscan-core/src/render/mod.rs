@@ -36,6 +36,7 @@ mod comparison;
 mod diff;
 mod distributed;
 mod output_check;
+mod roofline;
 
 use analysis::{analysis_page, flops_page};
 use benchmark::{benchmark_page, peak_memory_page};
@@ -176,6 +177,7 @@ struct Section {
     facts: Vec<Fact>,
     cards: Vec<Card>,
     chart: Option<Chart>,
+    roofline: Option<RooflineChart>,
     table: Option<Table>,
     sides: Option<SideBySide>,
 }
@@ -241,6 +243,39 @@ struct Chart {
     iqr_height: String,
     labels: Vec<AxisLabel>,
     caption: String,
+}
+
+/// A roofline on log-log axes: the roofs of the peak used, the workload's point (or a line at its
+/// achieved rate when its arithmetic intensity is unknown) and the labels, in SVG units.
+#[derive(Debug, Serialize)]
+struct RooflineChart {
+    width: u32,
+    height: u32,
+    /// The plot area: left, top, width and height.
+    frame: [String; 4],
+    /// The path of the two roofs: the bandwidth slope up to the ridge point, then the ceiling.
+    roof: String,
+    /// The dashed vertical line at the ridge point.
+    ridge: String,
+    /// The workload at its arithmetic intensity and achieved rate.
+    point: Option<Point>,
+    /// A dashed line at the achieved rate when the workload cannot be placed.
+    achieved_line: Option<String>,
+    labels: Vec<ChartText>,
+    caption: String,
+}
+
+/// A text of a chart, with its anchor (`start`, `middle` or `end`).
+#[derive(Debug, Serialize)]
+struct ChartText {
+    x: String,
+    y: String,
+    anchor: &'static str,
+    /// A rotation about (`x`, `y`), in degrees, for a label along a line.
+    rotate: Option<String>,
+    text: String,
+    /// The exact value, as the text's SVG `<title>`.
+    title: Option<String>,
 }
 
 #[derive(Debug, Serialize)]

@@ -24,6 +24,9 @@ pub enum PassName {
     ProcessRss,
     /// A separate profiler pass.
     Profiler,
+    /// The attainable dense matmul rate and large-copy bandwidth of the device, measured after
+    /// the other passes (after 0.3.0).
+    HardwarePeak,
 }
 
 /// The workload that was measured.
@@ -84,9 +87,10 @@ pub struct TimingEvidence {
     /// (after 0.3.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub barrier_waits_s: Option<Vec<f64>>,
-    /// In a distributed job: the collectives of the default process group that one call of the
-    /// workload issued (counted by the group's sequence number over the warm-up calls). Absent
-    /// outside a distributed job, and where the backend does not count them (after 0.3.0).
+    /// In a distributed job: the collectives that one call of the workload issued on every
+    /// process group this rank belongs to (counted by the groups' sequence numbers over the
+    /// warm-up calls, rounded up). Absent outside a distributed job, and where a backend does
+    /// not count them (after 0.3.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collectives_per_call: Option<u64>,
 }
@@ -138,6 +142,30 @@ pub struct BenchmarkMetrics {
     /// join the job's process group. Absent outside a distributed job (after 0.3.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank_process_rss_peak: Option<MetricResult>,
+    /// Operator FLOPs of one call over the warmed latency (unit `FLOP/s`): complete when both
+    /// are complete, partial (a lower bound) when the FLOPs are partial, unavailable otherwise.
+    /// Absent in reports written before it was recorded (after 0.3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_flop_rate: Option<MetricResult>,
+    /// Bytes of every counted operator's distinct tensor inputs and outputs in one call (unit
+    /// `B`): a model of memory traffic with no cache reuse between operators, not DRAM traffic.
+    /// Absent where it was not counted (after 0.3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator_bytes: Option<MetricResult>,
+    /// Operator FLOPs over operator bytes (unit `FLOP/B`). Absent where operator bytes were not
+    /// counted (after 0.3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arithmetic_intensity: Option<MetricResult>,
+    /// `achieved_flop_rate` over `hardware_peak.flop_rate` (unit `ratio`; may exceed 1);
+    /// unavailable without a peak. Absent in reports written before it was recorded (after
+    /// 0.3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flop_utilization: Option<MetricResult>,
+    /// Operator bytes over the warmed latency, over `hardware_peak.bandwidth` (unit `ratio`; may
+    /// exceed 1); unavailable without operator bytes or a peak. Absent in reports written before
+    /// it was recorded (after 0.3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_utilization: Option<MetricResult>,
 }
 
 impl BenchmarkMetrics {
@@ -266,4 +294,104 @@ pub struct BenchmarkReport {
     pub operator_flops: Option<OperatorFlops>,
     /// The profiler pass.
     pub profiler: ProfilerPass,
+    /// The peak rates utilization is measured against, with their provenance: from the
+    /// `hardware_peak` pass, declared by the caller (`peak=`), or both. Absent when neither was
+    /// asked for (after 0.3.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hardware_peak: Option<HardwarePeak>,
+}
+
+/// Where a peak rate that the utilization metrics use comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PeakOrigin {
+    /// Declared by the caller (`peak=`, `hardware_peak.declared`).
+    Declared,
+    /// Measured by the `hardware_peak` pass (`hardware_peak.measured`).
+    Measured,
+}
+
+impl PeakOrigin {
+    /// The origin's name as reports write it: `declared` or `measured`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeakOrigin::Declared => "declared",
+            PeakOrigin::Measured => "measured",
+        }
+    }
+}
+
+/// The peak rates utilization is measured against, with where each comes from.
+///
+/// `flop_rate` and `bandwidth` are the rates the utilization metrics divide by: each is a copy
+/// of the declared rate when the caller declared it, else of the measured one, and its origin
+/// says which; both peaks, when present, are kept below.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HardwarePeak {
+    /// The peak compute rate used (unit `FLOP/s`); unavailable when none was declared or measured.
+    pub flop_rate: MetricResult,
+    /// Where `flop_rate` comes from; null when it is unavailable.
+    pub flop_rate_origin: Option<PeakOrigin>,
+    /// The peak memory bandwidth used (unit `B/s`); unavailable when none was declared or measured.
+    pub bandwidth: MetricResult,
+    /// Where `bandwidth` comes from; null when it is unavailable.
+    pub bandwidth_origin: Option<PeakOrigin>,
+    /// The peak the caller declared (`peak=`); null when none was.
+    pub declared: Option<DeclaredPeak>,
+    /// The peak the `hardware_peak` pass measured; null when it was not requested.
+    pub measured: Option<MeasuredPeak>,
+}
+
+/// A peak declared by the caller, recorded as given with its source.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeclaredPeak {
+    /// Where the caller's numbers come from, as they wrote it (a datasheet, their own
+    /// measurement).
+    pub source: String,
+    /// The declared compute rate (unit `FLOP/s`); unavailable when left out.
+    pub flop_rate: MetricResult,
+    /// The declared memory bandwidth (unit `B/s`); unavailable when left out.
+    pub bandwidth: MetricResult,
+}
+
+/// The evidence of one measurement of the `hardware_peak` pass: its timed blocks, timed as the
+/// latency pass times the workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PeakTiming {
+    /// Calls in each timed block (at least 1).
+    pub calls_per_block: u64,
+    /// Duration of each timed block, in seconds, in the order they ran (each positive).
+    pub block_durations_s: Vec<f64>,
+}
+
+/// What the `hardware_peak` pass measured on the workload's device, with the workload's thread
+/// setting: a dense square matmul and a large copy, each timed in blocks whose per-call median
+/// gives the rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeasuredPeak {
+    /// The dtype of the matmul and the copy, as PyTorch names it (`torch.float32`): the first
+    /// floating dtype of `context.dtypes`, else `torch.float32`.
+    pub dtype: String,
+    /// `n` of the `n x n` by `n x n` matmul; one call is `2 n^3` FLOPs.
+    pub matmul_size: u64,
+    /// The matmul's timed blocks; null when it could not run.
+    pub matmul_timing: Option<PeakTiming>,
+    /// Bytes of the copied tensor; one call reads and writes it, `2 x copy_bytes` in all.
+    pub copy_bytes: u64,
+    /// The copy's timed blocks; null when it could not run.
+    pub copy_timing: Option<PeakTiming>,
+    /// Attainable dense matmul rate (unit `FLOP/s`): `2 n^3` over the fastest block's per-call time.
+    pub flop_rate: MetricResult,
+    /// Large-copy bandwidth (unit `B/s`): `2 x copy_bytes` over the fastest block's per-call time.
+    pub bandwidth: MetricResult,
+    /// The device's theoretical compute rate in `dtype` from its properties (unit `FLOP/s`),
+    /// where torch knows the architecture; never attained in practice. Unavailable elsewhere.
+    pub theoretical_flop_rate: MetricResult,
+    /// The device's theoretical memory bandwidth from its properties (unit `B/s`); unavailable
+    /// where torch does not describe it.
+    pub theoretical_bandwidth: MetricResult,
 }

@@ -101,7 +101,8 @@ pub struct MetricResult {
     pub value: Option<f64>,
     /// The value known so far: equal to `value` when complete, a lower bound when partial.
     pub known_value: Option<f64>,
-    /// SI base unit: `s`, `B`, `FLOPs`, `MACs`, `DMAs`, `count`, `ratio`, `Hz` or `<work_unit>/s`.
+    /// SI base unit: `s`, `B`, `FLOPs`, `MACs`, `DMAs`, `count`, `ratio`, `Hz`, `FLOP/s`, `B/s`,
+    /// `FLOP/B` or `<work_unit>/s`.
     pub unit: String,
     /// What the number covers, for example `PyTorch tracked CPU tensors`.
     pub scope: String,
@@ -238,7 +239,9 @@ pub mod whole {
 }
 
 /// The fixed units a metric may carry, besides throughput units of the form `<work_unit>/s`.
-pub const FIXED_UNITS: &[&str] = &["s", "B", "FLOPs", "MACs", "DMAs", "count", "ratio", "Hz"];
+pub const FIXED_UNITS: &[&str] = &[
+    "s", "B", "FLOPs", "MACs", "DMAs", "count", "ratio", "Hz", "FLOP/s", "B/s", "FLOP/B",
+];
 
 /// Whether `name` may be used as a work unit (`samples`, `tokens`, `images`, ...).
 pub fn is_valid_work_unit(name: &str) -> bool {
@@ -509,6 +512,9 @@ pub struct DistributedContext {
     pub host: String,
     /// Whether the process group was the caller's or torchscan's own.
     pub process_group: ProcessGroupOrigin,
+    /// A random id that rank 0 drew for this measurement and every rank recorded: reports with
+    /// different ids come from different measurements and are never merged.
+    pub measurement_id: String,
 }
 
 /// Metadata of a value passed to or returned by a module or workload; never its contents.

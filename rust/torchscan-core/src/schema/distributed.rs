@@ -25,8 +25,8 @@ pub struct DistributedJob {
     pub hosts: Vec<String>,
     /// Work units the whole job completes per call: the sum of every rank's `work_units`.
     pub work_units_per_call: f64,
-    /// Collectives of the default process group one call issued on rank 0; absent when the
-    /// backend does not count them.
+    /// The most collectives per call any rank counted (`timing.collectives_per_call`); absent
+    /// when a rank could not count them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub collectives_per_call: Option<u64>,
 }

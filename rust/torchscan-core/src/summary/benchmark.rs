@@ -3,11 +3,14 @@
 use super::{push_diagnostics, push_line};
 
 use crate::format::{
-    display_number, float_count_text, format_metric, noise_label, plural, process_group_words,
-    threads_text,
+    display_number, float_count_text, format_metric, noise_label, percent_text, plural,
+    process_group_words, readable_number, reason_suffix, threads_text,
 };
-use crate::schema::benchmark::{BenchmarkMetrics, BenchmarkReport, ProfilerPass, ProfilerTrace};
-use crate::schema::common::MetricStatus;
+use crate::roofline::{Bound, KnownNumber, roofline};
+use crate::schema::benchmark::{
+    BenchmarkMetrics, BenchmarkReport, HardwarePeak, PeakOrigin, ProfilerPass, ProfilerTrace,
+};
+use crate::schema::common::{MetricResult, MetricStatus, dtype_text};
 use crate::schema::peak_memory::PeakMemoryReport;
 
 fn summarize_profiler(out: &mut String, profiler: &ProfilerPass) {
@@ -167,7 +170,212 @@ pub(super) fn summarize_benchmark(out: &mut String, report: &BenchmarkReport) {
         }
     }
     summarize_profiler(out, &report.profiler);
+    if let Some(peak) = &report.hardware_peak {
+        summarize_rates(out, report, peak);
+    }
     push_diagnostics(out, &report.diagnostics);
+}
+
+/// The words of where a peak rate comes from, after a share of it: `measured matmul peak`.
+fn origin_words(origin: Option<PeakOrigin>, measured: &str) -> String {
+    match origin {
+        Some(PeakOrigin::Declared) => "declared peak".to_owned(),
+        Some(PeakOrigin::Measured) => measured.to_owned(),
+        None => "no peak".to_owned(),
+    }
+}
+
+/// `58.42 GFLOP/s`, or `at least 58.42 GFLOP/s` for a lower bound.
+fn known_text(known: KnownNumber, unit: &str) -> String {
+    let text = readable_number(known.value, unit);
+    if known.lower_bound {
+        format!("at least {text}")
+    } else {
+        text
+    }
+}
+
+/// A share of a peak after a rate: ` (12.3% of 474.2 GFLOP/s, measured matmul peak)`, or why
+/// there is none.
+fn share_text(utilization: Option<&MetricResult>, peak: &MetricResult, origin: String) -> String {
+    match utilization {
+        Some(metric) => match (KnownNumber::of(metric), peak.value) {
+            (Some(share), Some(peak_value)) => format!(
+                " ({}{} of {}, {origin})",
+                if share.lower_bound { "at least " } else { "" },
+                percent_text(share.value),
+                readable_number(peak_value, &peak.unit)
+            ),
+            _ => format!(
+                " (no share of a peak: {})",
+                metric.reason.as_deref().unwrap_or("unavailable")
+            ),
+        },
+        None => String::new(),
+    }
+}
+
+/// A peak rate as text: its number, or `<what> <status> (reason)`.
+fn peak_rate_text(metric: &MetricResult, what: &str) -> String {
+    match metric.value {
+        Some(value) if metric.status == MetricStatus::Complete => {
+            readable_number(value, &metric.unit)
+        }
+        _ => format!(
+            "{what} {}{}",
+            metric.status.as_str(),
+            reason_suffix(metric.reason.as_deref())
+        ),
+    }
+}
+
+/// A declared rate as text: its number, or `<what> not declared`.
+fn declared_text(metric: &MetricResult, what: &str) -> String {
+    match metric.value {
+        Some(value) if metric.status == MetricStatus::Complete => {
+            readable_number(value, &metric.unit)
+        }
+        _ => format!("{what} not declared"),
+    }
+}
+
+/// The lines a recorded peak adds: the achieved rate and its share of the peak, the operator
+/// bandwidth and its share, which roof binds, and every peak recorded with its provenance.
+fn summarize_rates(out: &mut String, report: &BenchmarkReport, peak: &HardwarePeak) {
+    let m = &report.metrics;
+    let achieved = match &m.achieved_flop_rate {
+        Some(metric) => match KnownNumber::of(metric) {
+            Some(known) => format!(
+                "{}{}",
+                known_text(known, "FLOP/s"),
+                share_text(
+                    m.flop_utilization.as_ref(),
+                    &peak.flop_rate,
+                    origin_words(peak.flop_rate_origin, "measured matmul peak"),
+                )
+            ),
+            None => format_metric(metric),
+        },
+        None => "not recorded".to_owned(),
+    };
+    push_line(out, 2, &format!("Achieved: {achieved}"));
+    if let Some(bytes) = &m.operator_bytes {
+        let per_second = match (KnownNumber::of(bytes), KnownNumber::of(&m.latency)) {
+            (Some(bytes), Some(latency)) if latency.value > 0.0 && !latency.lower_bound => {
+                Some(KnownNumber {
+                    value: bytes.value / latency.value,
+                    lower_bound: bytes.lower_bound,
+                })
+            }
+            _ => None,
+        };
+        let text = match per_second {
+            Some(rate) => format!(
+                "{}{}",
+                known_text(rate, "B/s"),
+                share_text(
+                    m.bandwidth_utilization.as_ref(),
+                    &peak.bandwidth,
+                    origin_words(peak.bandwidth_origin, "measured copy bandwidth"),
+                )
+            ),
+            None => format!(
+                "unavailable{}",
+                reason_suffix(
+                    m.bandwidth_utilization
+                        .as_ref()
+                        .and_then(|metric| metric.reason.as_deref())
+                        .or(bytes.reason.as_deref())
+                )
+            ),
+        };
+        push_line(out, 2, &format!("Operator bandwidth: {text}"));
+        push_line(
+            out,
+            4,
+            "Scope: operator bytes per second, a model with no cache reuse between operators, \
+             not DRAM traffic",
+        );
+    }
+    let bound = match roofline(report) {
+        Some(Ok(roof)) => {
+            let ridge = format!(
+                "ridge point {} ({} over {})",
+                readable_number(roof.ridge_point, "FLOP/B"),
+                readable_number(roof.peak_flop_rate, "FLOP/s"),
+                readable_number(roof.peak_bandwidth, "B/s"),
+            );
+            match (&roof.bound, roof.intensity) {
+                (Bound::Compute, Some(intensity)) => format!(
+                    "compute-bound: arithmetic intensity {} is at or above the {ridge}",
+                    known_text(intensity, "FLOP/B")
+                ),
+                (Bound::Memory, Some(intensity)) => format!(
+                    "memory-bound: arithmetic intensity {} is below the {ridge}",
+                    known_text(intensity, "FLOP/B")
+                ),
+                (bound, _) => format!("{}; {ridge}", bound.words()),
+            }
+        }
+        Some(Err(why)) => format!("unknown ({why})"),
+        None => "unknown (no peak)".to_owned(),
+    };
+    push_line(out, 2, &format!("Bound: {bound}"));
+    push_line(
+        out,
+        2,
+        "Hardware peak (utilization uses a declared peak where there is one):",
+    );
+    if let Some(declared) = &peak.declared {
+        push_line(
+            out,
+            4,
+            &format!(
+                "Declared: {}, {}; source: {}",
+                declared_text(&declared.flop_rate, "compute rate"),
+                declared_text(&declared.bandwidth, "bandwidth"),
+                declared.source
+            ),
+        );
+    }
+    if let Some(measured) = &peak.measured {
+        let matmul = match measured.flop_rate.status {
+            MetricStatus::Complete => format!(
+                "{} ({} matmul of {} x {})",
+                peak_rate_text(&measured.flop_rate, "matmul"),
+                dtype_text(&measured.dtype),
+                float_count_text(measured.matmul_size),
+                float_count_text(measured.matmul_size),
+            ),
+            _ => peak_rate_text(&measured.flop_rate, "matmul"),
+        };
+        let copy = match measured.bandwidth.status {
+            MetricStatus::Complete => format!(
+                "{} (copy of {})",
+                peak_rate_text(&measured.bandwidth, "copy"),
+                readable_number(measured.copy_bytes as f64, "B")
+            ),
+            _ => peak_rate_text(&measured.bandwidth, "copy"),
+        };
+        push_line(out, 4, &format!("Measured: {matmul}, {copy}"));
+        let (compute, memory) = (
+            &measured.theoretical_flop_rate,
+            &measured.theoretical_bandwidth,
+        );
+        let theoretical = if compute.status == MetricStatus::Unavailable
+            && memory.status == MetricStatus::Unavailable
+            && compute.reason == memory.reason
+        {
+            format!("unavailable{}", reason_suffix(compute.reason.as_deref()))
+        } else {
+            format!(
+                "{}, {} (from the device properties; never attained)",
+                peak_rate_text(compute, "compute rate"),
+                peak_rate_text(memory, "bandwidth"),
+            )
+        };
+        push_line(out, 4, &format!("Theoretical: {theoretical}"));
+    }
 }
 
 /// In a distributed job: `Distributed: rank 1 of 2 (local rank 1), backend gloo, host a, the

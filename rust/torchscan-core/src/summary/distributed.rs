@@ -320,7 +320,7 @@ pub(super) fn summarize_distributed(out: &mut String, report: &DistributedBenchm
             out,
             2,
             &format!(
-                "Collectives per call: {} (default process group, rank 0)",
+                "Collectives per call: {} (the most any rank counted, every process group)",
                 float_count_text(collectives)
             ),
         );

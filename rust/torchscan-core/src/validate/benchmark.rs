@@ -347,6 +347,7 @@ pub(super) fn check_benchmark(c: &mut Checker, report: &BenchmarkReport) {
     check_memory_order(c, metrics);
     check_noise(c, report);
     check_distributed_members(c, report);
+    super::peak::check_rates(c, report);
 }
 
 /// The members only a rank of a distributed job records: barrier waits (one per block, finite,
@@ -545,6 +546,7 @@ fn pass_name(pass: PassName) -> &'static str {
         PassName::TensorMemory => "tensor_memory",
         PassName::ProcessRss => "process_rss",
         PassName::Profiler => "profiler",
+        PassName::HardwarePeak => "hardware_peak",
     }
 }
 

@@ -11,6 +11,7 @@ mod benchmark;
 mod comparison;
 mod distributed;
 mod model;
+mod peak;
 
 use benchmark::{check_benchmark, check_peak_memory};
 use comparison::{check_comparison, check_diff, check_output_check};
@@ -206,7 +207,7 @@ fn check_metric(c: &mut Checker, key: &str, metric: &MetricResult, expected_unit
             c.problem_at(
                 "unit",
                 format!(
-                    "unknown unit `{}`; expected s, B, FLOPs, MACs, DMAs, count, ratio, Hz or <work_unit>/s",
+                    "unknown unit `{}`; expected s, B, FLOPs, MACs, DMAs, count, ratio, Hz, FLOP/s, B/s, FLOP/B or <work_unit>/s",
                     metric.unit
                 ),
             );
