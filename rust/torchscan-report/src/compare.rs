@@ -117,16 +117,18 @@ fn min_effect(text: &str) -> Result<f64, String> {
 }
 
 /// A problem of one side, located in that side's file: `baseline:$.x` becomes `$.x` of BASELINE.
-fn print_side_problems(
+/// Prints problems whose paths start with `LABEL:` as `FILE: PATH: MESSAGE`, each label of
+/// `names` (`(label, file name)`) replaced by its file; any other problem as it is.
+pub(crate) fn print_located_problems<L: AsRef<str>>(
     stderr: &mut dyn Write,
     problems: &[Problem],
-    names: &[(&str, String)],
+    names: &[(L, String)],
 ) -> std::io::Result<()> {
     for problem in problems {
-        let located = names.iter().find_map(|(side, name)| {
+        let located = names.iter().find_map(|(label, name)| {
             problem
                 .path
-                .strip_prefix(side)
+                .strip_prefix(label.as_ref())
                 .and_then(|rest| rest.strip_prefix(':'))
                 .map(|path| (name.as_str(), path))
         });
@@ -182,7 +184,7 @@ pub fn compare(
     ) {
         Ok(json) => json,
         Err(BenchCompareFailure::Invalid(problems)) => {
-            print_side_problems(stderr, &problems, &names)?;
+            print_located_problems(stderr, &problems, &names)?;
             return Ok(EXIT_INVALID);
         }
         Err(BenchCompareFailure::Refused(error @ BenchCompareError::InvalidOption(_))) => {

@@ -9,6 +9,7 @@ use clap::Args;
 use torchscan_core::distributed::{MergeFailure, input_label, merge_rank_reports_json};
 use torchscan_core::{format_summary, read_report, render_html};
 
+use crate::compare::print_located_problems;
 use crate::{
     EXIT_INVALID, EXIT_USAGE, Inputs, OutputFormat, display_name, is_stdin, print_problems,
     read_inputs, write_output,
@@ -28,29 +29,6 @@ pub struct MergeArgs {
     /// atomically, a symlink, hard link, device or FIFO is written through.
     #[arg(short = 'o', long = "output", value_name = "OUT")]
     pub output: Option<PathBuf>,
-}
-
-/// A problem of one input, located in that input's file: `input 1:$.x` becomes `$.x` of the
-/// second file.
-fn print_input_problems(
-    stderr: &mut dyn Write,
-    problems: &[torchscan_core::Problem],
-    names: &[String],
-) -> std::io::Result<()> {
-    for problem in problems {
-        let located = names.iter().enumerate().find_map(|(index, name)| {
-            problem
-                .path
-                .strip_prefix(&input_label(index))
-                .and_then(|rest| rest.strip_prefix(':'))
-                .map(|path| (name.as_str(), path))
-        });
-        match located {
-            Some((name, path)) => writeln!(stderr, "{name}: {path}: {}", problem.message)?,
-            None => writeln!(stderr, "torchscan-report: {problem}")?,
-        }
-    }
-    Ok(())
 }
 
 /// Runs `merge` and returns its exit code.
@@ -76,7 +54,12 @@ pub fn merge(
     let json = match merge_rank_reports_json(&refs) {
         Ok(json) => json,
         Err(MergeFailure::Invalid(problems)) => {
-            print_input_problems(stderr, &problems, &names)?;
+            let labelled: Vec<(String, String)> = names
+                .iter()
+                .enumerate()
+                .map(|(index, name)| (input_label(index), name.clone()))
+                .collect();
+            print_located_problems(stderr, &problems, &labelled)?;
             return Ok(EXIT_INVALID);
         }
         Err(MergeFailure::Refused(error)) => {

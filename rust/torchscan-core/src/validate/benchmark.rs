@@ -39,24 +39,29 @@ fn check_settings(c: &mut Checker, settings: &TimingSettings) {
     });
 }
 
+/// Timed blocks: at least one, each duration positive (the benchmark's and the peak pass's).
+pub(super) fn check_block_durations(c: &mut Checker, durations: &[f64]) {
+    if durations.is_empty() {
+        c.problem("at least one timed block is required");
+    }
+    for (index, duration) in durations.iter().enumerate() {
+        if *duration <= 0.0 {
+            c.at_index(index, |c| {
+                c.problem(format!(
+                    "block durations must be positive, found {duration}"
+                ))
+            });
+        }
+    }
+}
+
 fn check_timing(c: &mut Checker, timing: &TimingEvidence) {
     c.at("timing", |c| {
         c.positive("first_call_s", timing.first_call_s);
         c.at_least_one("calls_per_block", timing.calls_per_block);
         c.non_negative("timer_overhead_s", timing.timer_overhead_s);
         c.at("block_durations_s", |c| {
-            if timing.block_durations_s.is_empty() {
-                c.problem("at least one timed block is required");
-            }
-            for (index, duration) in timing.block_durations_s.iter().enumerate() {
-                if *duration <= 0.0 {
-                    c.at_index(index, |c| {
-                        c.problem(format!(
-                            "block durations must be positive, found {duration}"
-                        ))
-                    });
-                }
-            }
+            check_block_durations(c, &timing.block_durations_s)
         });
         if let Some(starts) = &timing.block_starts_s {
             c.at("block_starts_s", |c| {

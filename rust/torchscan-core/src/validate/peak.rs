@@ -387,18 +387,7 @@ fn check_measured(c: &mut Checker, measured: &MeasuredPeak) {
 fn check_peak_timing(c: &mut Checker, timing: &PeakTiming) {
     c.at_least_one("calls_per_block", timing.calls_per_block);
     c.at("block_durations_s", |c| {
-        if timing.block_durations_s.is_empty() {
-            c.problem("at least one timed block is required");
-        }
-        for (index, duration) in timing.block_durations_s.iter().enumerate() {
-            if *duration <= 0.0 {
-                c.at_index(index, |c| {
-                    c.problem(format!(
-                        "block durations must be positive, found {duration}"
-                    ))
-                });
-            }
-        }
+        super::benchmark::check_block_durations(c, &timing.block_durations_s)
     });
 }
 
