@@ -346,3 +346,32 @@ def test_the_count_can_be_switched_off(monkeypatch: pytest.MonkeyPatch) -> None:
     assert counter.operator_bytes()["status"] == "unavailable"
     assert counter.operator_bytes()["reason"] == "operator bytes were not counted"
     assert counter.operator_flops()["total"]["status"] == "complete"
+
+
+def test_only_the_counters_read_sizes_not_the_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``crawl_module`` reports no operator bytes, so its dispatch never reads a tensor's size.
+
+    Its counter inherited the counters' switch and added them up for nothing.
+    """
+    import torchscan
+    from torchscan import _core
+
+    built: list[bool] = []
+    real = _core.DispatchRecorder
+
+    def recorder(*args: Any, **kwargs: Any) -> Any:
+        built.append(bool(kwargs.get("operator_bytes")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_core, "DispatchRecorder", recorder)
+    model = nn.Sequential(nn.Linear(8, 8), nn.ReLU())
+    x = torch.randn(2, 8)
+    report = torchscan.crawl_module(model, args=(x,))
+    assert built == [False]
+    assert "operator_bytes" not in str(report)
+    with torch.no_grad():
+        torchscan.measure_flops(lambda: model(x))
+    assert built == [False, True]
+    counter = count(lambda: model(x))
+    assert built == [False, True, True]
+    assert counter.operator_bytes()["value"] == (2 * 8 + 8 * 8 + 8 + 2 * 8) * F32 + 2 * 2 * 8 * F32

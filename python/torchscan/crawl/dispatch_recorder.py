@@ -93,6 +93,9 @@ def _crawl_counter_class() -> type:
         # The analysed forward runs on the calling thread, from inputs torchscan made: other
         # threads are not watched (see docs/measurement-boundaries.md).
         _watch_threads = False
+        # The analysis reports no operator bytes (the FLOPs pass of ``measure_workload`` does):
+        # reading every operator's tensor sizes would cost its forward for nothing.
+        _count_bytes = False
 
         def __init__(self, recorder: _Recorder) -> None:
             super().__init__()
