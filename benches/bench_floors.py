@@ -56,9 +56,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from _common import finish, machine, time_once  # noqa: E402
+from bench_analysis import _BareDispatch  # noqa: E402
 from bench_threads import models  # noqa: E402
 from torch import nn  # noqa: E402
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
 import torchscan  # noqa: E402
@@ -78,13 +78,6 @@ COLUMNS = (
     "crawl_module, structure",
     "watch alone",
 )
-
-
-class _BareDispatch(TorchDispatchMode):
-    """A dispatch mode that only calls each operator: what any dispatch-based count pays."""
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-        return func(*args, **(kwargs or {}))
 
 
 def _stand_ins(model: nn.Module) -> list[nn.Module]:
