@@ -190,6 +190,27 @@ class _BareDispatch(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
+def layers_rebuilt(model: nn.Module, x: torch.Tensor) -> Callable[[], None]:
+    """A call that creates the crawl's layer dictionaries of ``model(x)`` with nothing computed.
+
+    ``marshal.loads`` of the finished report's layers, with the garbage collector paused as the
+    crawl pauses it: the fastest way CPython has to create those dictionaries.
+    """
+    import gc
+    import marshal
+
+    layers = marshal.dumps(torchscan.crawl_module(model, args=(x,))["layers"])
+
+    def rebuild() -> None:
+        gc.disable()
+        try:
+            marshal.loads(layers)
+        finally:
+            gc.enable()
+
+    return rebuild
+
+
 def bench_per_module(repeats: int, warmup: int, size: int = 10_000) -> dict[str, Any]:
     """What the analysis adds per module of a very deep model: (crawl - forward) / modules.
 
@@ -199,9 +220,6 @@ def bench_per_module(repeats: int, warmup: int, size: int = 10_000) -> dict[str,
     has to create those dictionaries, with nothing computed), with the garbage collector paused
     as the crawl pauses it.
     """
-    import gc
-    import marshal
-
     torch.manual_seed(0)
     model = _deep_stack(size).eval()
     x = torch.randn(1, 16)
@@ -214,20 +232,11 @@ def bench_per_module(repeats: int, warmup: int, size: int = 10_000) -> dict[str,
         with torch.no_grad(), _BareDispatch():
             model(x)
 
-    layers = marshal.dumps(torchscan.crawl_module(model, args=(x,))["layers"])
-
-    def layers_rebuilt() -> None:
-        gc.disable()
-        try:
-            marshal.loads(layers)
-        finally:
-            gc.enable()
-
     fns = {
         "forward": forward,
         "crawl_full": lambda: torchscan.crawl_module(model, args=(x,)),
         "bare_dispatch": bare_dispatch,
-        "layers_rebuilt": layers_rebuilt,
+        "layers_rebuilt": layers_rebuilt(model, x),
     }
     times = interleaved(fns, repeats=repeats, warmup=warmup, collect=True)
     med = {k: statistics.median(v) for k, v in times.items()}

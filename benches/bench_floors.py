@@ -45,7 +45,6 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
-import marshal
 import statistics
 import sys
 from collections.abc import Callable
@@ -56,7 +55,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402
 from _common import finish, machine, time_once  # noqa: E402
-from bench_analysis import _BareDispatch  # noqa: E402
+from bench_analysis import _BareDispatch, layers_rebuilt  # noqa: E402
 from bench_threads import models  # noqa: E402
 from torch import nn  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
@@ -110,7 +109,7 @@ def _functions(model: nn.Module, x: torch.Tensor) -> dict[str, Callable[[], Any]
         with torch.no_grad(), _BareDispatch():
             model(x)
 
-    layers = marshal.dumps(torchscan.crawl_module(model, args=(x,))["layers"])
+    make_layers = layers_rebuilt(model, x)
 
     def floor() -> None:
         modules = _stand_ins(model)
@@ -118,11 +117,7 @@ def _functions(model: nn.Module, x: torch.Tensor) -> dict[str, Callable[[], Any]
             bare()
         finally:
             _restore(modules)
-        gc.disable()
-        try:
-            marshal.loads(layers)
-        finally:
-            gc.enable()
+        make_layers()
 
     def flop_counter_mode() -> None:
         with torch.no_grad(), FlopCounterMode(display=False):
