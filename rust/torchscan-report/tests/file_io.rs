@@ -370,19 +370,46 @@ fn o_to_a_fifo_without_a_reader_waits_and_sigint_stops_it() {
     assert_eq!(scratch.temporaries(), Vec::<String>::new());
 }
 
+/// Whether every directory above `path` (and `path` itself) lets other users pass (`o+x`), so
+/// that a process of another user can reach what lies inside.
+fn reachable_by_others(path: &Path) -> bool {
+    path.ancestors()
+        .all(|directory| fs::metadata(directory).is_ok_and(|metadata| metadata.mode() & 0o001 != 0))
+}
+
 #[test]
 fn o_to_a_read_only_hard_linked_file_is_permission_denied_for_another_user() {
     let scratch = Scratch::new("readonly-hardlink");
+    // Everything user `nobody` needs lies in the scratch directory, open to others: the binary
+    // and the report are copies, so the test does not depend on where the checkout lives (a
+    // checkout under a 0700 directory, such as `mktemp -d` or `/root`, is closed to `nobody`).
     fs::set_permissions(&scratch.0, fs::Permissions::from_mode(0o755)).expect("chmod");
+    if !reachable_by_others(&scratch.0) {
+        eprintln!(
+            "skipped: {} is inside a directory closed to other users",
+            scratch.0.display()
+        );
+        return;
+    }
+    let binary = scratch.join("torchscan-report");
+    fs::copy(BINARY, &binary).expect("copy the binary");
+    fs::set_permissions(&binary, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let input = scratch.join("report.json");
+    fs::copy(report(), &input).expect("copy the report");
+    fs::set_permissions(&input, fs::Permissions::from_mode(0o644)).expect("chmod");
     let (first, second) = (scratch.join("first.html"), scratch.join("second.html"));
     fs::write(&first, "old").expect("seed");
     fs::hard_link(&first, &second).expect("link");
     fs::set_permissions(&first, fs::Permissions::from_mode(0o444)).expect("chmod");
     // As user `nobody` (65534), which may read but not write the file, as `>` finds it.
     let output = Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups", BINARY])
-        .args(["render", &report(), "-o"])
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(&binary)
+        .arg("render")
+        .arg(&input)
+        .arg("-o")
         .arg(&first)
+        .current_dir(&scratch.0)
         .stdin(Stdio::null())
         .output();
     let output = match output {
