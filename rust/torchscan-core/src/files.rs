@@ -570,6 +570,43 @@ fn split_target(target: &Path) -> io::Result<(&Path, &OsStr)> {
     Ok((directory_of(target), file_name))
 }
 
+/// The identity of a regular file (its device and inode), which every name of it shares: its
+/// path, any hard link, any symlink to it, `/dev/stdin` when standard input is redirected from it.
+/// Commands compare the identities of their inputs and outputs, so that an output never replaces
+/// an input it names another way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileIdentity {
+    /// The device the file is on.
+    pub device: u64,
+    /// Its inode on that device.
+    pub inode: u64,
+}
+
+impl FileIdentity {
+    /// The identity of the regular file that `path` leads to (symlinks followed); `None` when
+    /// nothing is there, when it cannot be examined, or when it is not a regular file (a device
+    /// or FIFO can be read and written at once without one replacing the other).
+    pub fn of_path(path: &Path) -> Option<FileIdentity> {
+        fs::metadata(path)
+            .ok()
+            .and_then(|metadata| Self::of_metadata(&metadata))
+    }
+
+    /// The identity of an open file, when it is a regular file.
+    pub fn of_file(file: &File) -> Option<FileIdentity> {
+        file.metadata()
+            .ok()
+            .and_then(|metadata| Self::of_metadata(&metadata))
+    }
+
+    fn of_metadata(metadata: &Metadata) -> Option<FileIdentity> {
+        metadata.file_type().is_file().then(|| FileIdentity {
+            device: metadata.dev(),
+            inode: metadata.ino(),
+        })
+    }
+}
+
 /// Reads the file at `path`, but never more than `max_bytes + 1` bytes: a longer input (or a
 /// device that never ends) fails with an error naming the limit. Errors carry a [`FileError`].
 pub fn read_input(path: &Path, max_bytes: u64) -> io::Result<Vec<u8>> {

@@ -14,7 +14,7 @@ use torchscan_core::{Problem, Report, format_summary, read_report, render_html};
 
 use crate::{
     EXIT_INVALID, EXIT_OK, EXIT_USAGE, Inputs, OutputFormat, display_name, is_stdin,
-    print_problems, read_inputs, write_output,
+    print_problems, read_inputs, refuse_output_over_input, write_output,
 };
 
 /// The arguments of `compare`.
@@ -162,6 +162,11 @@ pub fn compare(
         return Ok(EXIT_USAGE);
     }
     let paths: Vec<&Path> = inputs.iter().map(|(_, path)| *path).collect();
+    if let Some(code) =
+        refuse_output_over_input(args.output.as_deref(), &paths, inputs_source, stderr)?
+    {
+        return Ok(code);
+    }
     let texts = match read_inputs(&paths, inputs_source, stderr)? {
         Ok(texts) => texts,
         Err(code) => return Ok(code),

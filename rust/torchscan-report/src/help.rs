@@ -15,7 +15,8 @@ Examples:
 
 Exit codes: 0 ok, 1 invalid input (including a file that is not UTF-8 text or whose JSON value is
 not an object), 2 usage (including standard input named twice, an input that cannot be read or is
-larger than --max-input-bytes, and an output that cannot be written).
+larger than --max-input-bytes, an output that cannot be written, and an output that is the same
+file as an input).
 `diff` and `compare` also exit 1 when the two reports cannot be compared, `merge` when the rank
 reports cannot be merged, and `compare` when a --fail-on gate fails.
 Inputs larger than 1 GiB are refused; --max-input-bytes or TORCHSCAN_MAX_INPUT_BYTES changes the
@@ -23,7 +24,8 @@ limit. -o FILE replaces a regular file atomically (keeping its mode), writes thr
 its target and through every hard link, and writes a device or FIFO directly. An output that
 cannot be written, -o FILE or standard output alike (a full disk, a closed pipe, a read-only file
 system, a missing directory, a directory), exits 2 with one line on standard error, and an
-existing -o FILE keeps its old content.";
+existing -o FILE keeps its old content. An output that is the same file as an input (by any path,
+hard link or symlink, or standard output redirected into one) is refused before anything is read.";
 
 /// After `torchscan-report validate --help`.
 pub const VALIDATE: &str = "\

@@ -9,7 +9,9 @@
 //! standard input named twice and a bad `--max-input-bytes` or `TORCHSCAN_MAX_INPUT_BYTES`), an
 //! input that cannot be read (missing, a directory, larger than the input limit, a device that
 //! never ends), and an output that cannot be written, be it `-o FILE` or standard output (a full
-//! device, a closed pipe, a read-only file system, a missing directory, a directory as target).
+//! device, a closed pipe, a read-only file system, a missing directory, a directory as target),
+//! and an output that is the same file as an input (`-o` naming an input by any path, hard link
+//! or symlink, or standard output redirected into an input), refused before anything is read.
 //!
 //! Every input is read through [`torchscan_core::files::read_input`] (at most the limit plus one
 //! byte) and every output file is written through [`torchscan_core::files::write_output`].
@@ -26,7 +28,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use clap::{Parser, Subcommand, ValueEnum};
-use torchscan_core::files::{self, DEFAULT_MAX_INPUT_BYTES};
+use torchscan_core::files::{self, DEFAULT_MAX_INPUT_BYTES, FileIdentity};
 use torchscan_core::{
     CompareFailure, Problem, Report, compare_report_texts, format_summary, json_schema_text,
     read_report, render_html, to_json_text,
@@ -140,10 +142,85 @@ pub enum OutputFormat {
     Html,
 }
 
+/// Which regular files standard input and standard output are, when they are redirected from or
+/// to one (`< report.json`, `>> report.json`): an output may not be the same file as an input.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StandardFiles {
+    /// The file standard input reads, when it is a regular file.
+    pub stdin: Option<FileIdentity>,
+    /// The file standard output writes, when it is a regular file.
+    pub stdout: Option<FileIdentity>,
+}
+
+impl StandardFiles {
+    /// The files behind this process's standard input and output.
+    pub fn of_process() -> StandardFiles {
+        use std::os::fd::AsFd;
+        let identity = |descriptor: std::os::fd::BorrowedFd<'_>| {
+            descriptor
+                .try_clone_to_owned()
+                .ok()
+                .and_then(|owned| FileIdentity::of_file(&std::fs::File::from(owned)))
+        };
+        StandardFiles {
+            stdin: identity(std::io::stdin().as_fd()),
+            stdout: identity(std::io::stdout().as_fd()),
+        }
+    }
+}
+
 /// Where inputs come from: standard input for `-`, files otherwise, each at most `max_bytes`.
 pub(crate) struct Inputs<'a> {
     pub(crate) stdin: &'a mut dyn Read,
     pub(crate) max_bytes: u64,
+    pub(crate) standard: StandardFiles,
+}
+
+/// Refuses, before anything is read, an output that is the same file as one of `paths` (the
+/// command's inputs): `output` is `-o` (`None` or `-`: standard output). Files are compared by
+/// identity (device and inode), so another path, a hard link or a symlink to an input is refused
+/// too. Prints one line on `stderr` and gives [`EXIT_USAGE`]; `None` when the output is another
+/// file.
+pub(crate) fn refuse_output_over_input(
+    output: Option<&Path>,
+    paths: &[&Path],
+    inputs: &Inputs<'_>,
+    stderr: &mut dyn Write,
+) -> std::io::Result<Option<i32>> {
+    let named = output.filter(|path| !is_stdin(path));
+    let target = match named {
+        Some(path) => FileIdentity::of_path(path),
+        None => inputs.standard.stdout,
+    };
+    let Some(target) = target else {
+        return Ok(None);
+    };
+    let clobbered = paths.iter().find(|path| {
+        let identity = if is_stdin(path) {
+            inputs.standard.stdin
+        } else {
+            FileIdentity::of_path(path)
+        };
+        identity == Some(target)
+    });
+    let Some(input) = clobbered else {
+        return Ok(None);
+    };
+    let input = display_name(input);
+    match named {
+        Some(path) => writeln!(
+            stderr,
+            "torchscan-report: the output {} is the same file as the input {input}: nothing was \
+             read or written; choose another output file",
+            path.display()
+        )?,
+        None => writeln!(
+            stderr,
+            "torchscan-report: standard output is the same file as the input {input}: nothing \
+             was read or written; redirect standard output to another file"
+        )?,
+    }
+    Ok(Some(EXIT_USAGE))
 }
 
 /// Why an input gave no text.
@@ -239,6 +316,10 @@ fn validate(
         )?;
         return Ok(EXIT_USAGE);
     }
+    let paths: Vec<&Path> = files.iter().map(PathBuf::as_path).collect();
+    if let Some(code) = refuse_output_over_input(None, &paths, inputs, stderr)? {
+        return Ok(code);
+    }
     let mut invalid = 0usize;
     let mut unreadable = 0usize;
     for path in files {
@@ -287,6 +368,9 @@ fn summary(
     stdout: &mut dyn Write,
     stderr: &mut dyn Write,
 ) -> std::io::Result<i32> {
+    if let Some(code) = refuse_output_over_input(None, &[path], inputs, stderr)? {
+        return Ok(code);
+    }
     let name = display_name(path);
     let text = match read_input(path, inputs) {
         Ok(text) => text,
@@ -319,6 +403,9 @@ fn diff(
             "torchscan-report: only one of BEFORE and AFTER can be `-` (standard input)"
         )?;
         return Ok(EXIT_USAGE);
+    }
+    if let Some(code) = refuse_output_over_input(output, &[before, after], inputs, stderr)? {
+        return Ok(code);
     }
     let texts = match read_inputs(&[before, after], inputs, stderr)? {
         Ok(texts) => texts,
@@ -397,6 +484,9 @@ fn render(
     streams: (&mut Inputs<'_>, &mut dyn Write, &mut dyn Write),
 ) -> std::io::Result<i32> {
     let (inputs, stdout, stderr) = streams;
+    if let Some(code) = refuse_output_over_input(output, &[path], inputs, stderr)? {
+        return Ok(code);
+    }
     let name = display_name(path);
     let text = match read_input(path, inputs) {
         Ok(text) => text,
@@ -418,7 +508,8 @@ fn render(
     }
 }
 
-/// Runs the command line with explicit streams and returns the exit code.
+/// Runs the command line with explicit streams and returns the exit code. The streams are not
+/// files: no output is compared with standard input or output (see [`run_with_standard_files`]).
 pub fn run<I, T>(
     args: I,
     stdin: &mut dyn Read,
@@ -429,6 +520,22 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    run_with_standard_files(args, (stdin, stdout, stderr), StandardFiles::default())
+}
+
+/// [`run`], where `standard` says which regular files `stdin` and `stdout` read and write, so
+/// that standard output redirected into an input (`>> input.json`), or `-o` naming the file that
+/// standard input reads, is refused.
+pub fn run_with_standard_files<I, T>(
+    args: I,
+    streams: (&mut dyn Read, &mut dyn Write, &mut dyn Write),
+    standard: StandardFiles,
+) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let (stdin, stdout, stderr) = streams;
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => {
@@ -452,7 +559,11 @@ where
             return EXIT_USAGE;
         }
     };
-    let inputs = &mut Inputs { stdin, max_bytes };
+    let inputs = &mut Inputs {
+        stdin,
+        max_bytes,
+        standard,
+    };
     let outcome = match &cli.command {
         Command::Validate { files } => validate(files, inputs, stdout, stderr),
         Command::Summary { file } => summary(file, inputs, stdout, stderr),
@@ -517,13 +628,13 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let standard = StandardFiles::of_process();
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
     let stderr = std::io::stderr();
-    run(
+    run_with_standard_files(
         args,
-        &mut stdin.lock(),
-        &mut stdout.lock(),
-        &mut stderr.lock(),
+        (&mut stdin.lock(), &mut stdout.lock(), &mut stderr.lock()),
+        standard,
     )
 }

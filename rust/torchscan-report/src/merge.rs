@@ -12,7 +12,7 @@ use torchscan_core::{format_summary, read_report, render_html};
 use crate::compare::print_located_problems;
 use crate::{
     EXIT_INVALID, EXIT_USAGE, Inputs, OutputFormat, display_name, is_stdin, print_problems,
-    read_inputs, write_output,
+    read_inputs, refuse_output_over_input, write_output,
 };
 
 /// The arguments of `merge`.
@@ -45,6 +45,9 @@ pub fn merge(
         return Ok(EXIT_USAGE);
     }
     let paths: Vec<&Path> = args.files.iter().map(PathBuf::as_path).collect();
+    if let Some(code) = refuse_output_over_input(args.output.as_deref(), &paths, inputs, stderr)? {
+        return Ok(code);
+    }
     let texts = match read_inputs(&paths, inputs, stderr)? {
         Ok(texts) => texts,
         Err(code) => return Ok(code),
