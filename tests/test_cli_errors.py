@@ -183,11 +183,19 @@ def test_bad_workload_references_are_one_line_usage_errors(
         ),
         (
             ("--peak-flop-rate", "0", "--peak-source", "datasheet"),
-            "--peak-flop-rate must be a positive, finite number > 0 (FLOP/s); got 0.0",
+            "--peak-flop-rate must be a positive, finite number in [1, 1e+30] (FLOP/s); got 0.0",
+        ),
+        (
+            ("--peak-flop-rate", "5e-324", "--peak-source", "datasheet"),
+            "--peak-flop-rate must be a positive, finite number in [1, 1e+30] (FLOP/s); got 5e-324",
+        ),
+        (
+            ("--peak-bandwidth", "1e308", "--peak-source", "datasheet"),
+            "--peak-bandwidth must be a positive, finite number in [1, 1e+30] (B/s); got 1e+308",
         ),
         (
             ("--peak-bandwidth", "inf", "--peak-source", "datasheet"),
-            "--peak-bandwidth must be a positive, finite number > 0 (B/s); got inf",
+            "--peak-bandwidth must be a positive, finite number in [1, 1e+30] (B/s); got inf",
         ),
         (
             ("--peak-flop-rate", "989e12"),

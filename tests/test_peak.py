@@ -91,6 +91,17 @@ def metrics_of(
         {"flop_rate": "989e12", "source": "datasheet"},
         {"flop_rate": [1e12], "source": "datasheet"},
         {"flop_rate": 10**400, "source": "datasheet"},
+        # Finite but outside [1, 1e30]: a utilization divided by them leaves the float range.
+        {"flop_rate": 5e-324, "source": "datasheet"},
+        {"flop_rate": 1e-300, "source": "datasheet"},
+        {"flop_rate": 1e308, "source": "datasheet"},
+        {"flop_rate": 0.999, "source": "datasheet"},
+        {"flop_rate": 1.0000000000000001e30 * 1.0000001, "source": "datasheet"},
+        {"bandwidth": 1e-300, "source": "datasheet"},
+        {"bandwidth": 5e-324, "flop_rate": 1e12, "source": "datasheet"},
+        {"bandwidth": 1e308, "source": "datasheet"},
+        {"bandwidth": math.nan, "source": "datasheet"},
+        {"flop_rate": 10**31, "source": "datasheet"},
         {"flop_rate": 1e12, "source": "datasheet", "sparsity": 2},
         {"flop_rate": 1e12},
         {"flop_rate": 1e12, "source": ""},
@@ -115,6 +126,24 @@ def test_a_bad_peak_is_refused_before_anything_runs(peak: Any) -> None:
     with pytest.raises(InvalidArgumentError, match="peak"):
         measure_workload(workload, peak=peak, **SHORT)
     assert calls == []
+
+
+@pytest.mark.parametrize("value", [5e-324, 1e-300, 1e308, math.inf, math.nan])
+def test_a_peak_outside_its_range_is_named_with_the_range(value: float) -> None:
+    with pytest.raises(InvalidArgumentError) as raised:
+        check_peak({"flop_rate": 1e12, "bandwidth": value, "source": "datasheet"})
+    assert str(raised.value) == (
+        f"peak['bandwidth'] must be a positive, finite number in [1, 1e+30] (B/s); got {value!r}"
+    )
+
+
+def test_the_ends_of_the_peak_range_are_accepted() -> None:
+    assert check_peak({"flop_rate": 1, "bandwidth": 1e30, "source": "s"}) == (
+        Declared(1.0, 1e30, "s")
+    )
+    assert check_peak({"flop_rate": 10**30, "bandwidth": 1.0, "source": "s"}) == (
+        Declared(1e30, 1.0, "s")
+    )
 
 
 def test_a_peak_may_leave_out_either_rate() -> None:
@@ -208,6 +237,60 @@ def test_a_missing_input_is_never_a_zero() -> None:
     assert "hardware_peak.bandwidth: unavailable (not declared" in str(
         rates["bandwidth_utilization"]["reason"]
     )
+
+
+def test_a_quotient_beyond_the_float_range_is_unavailable_never_infinite() -> None:
+    # Numbers no checked argument gives, as a report made elsewhere might: 1e300 FLOPs in
+    # 1e-9 s overflows, and a rate over a peak of 1e300 underflows to zero.
+    rates = rate_metrics(
+        metrics_of(
+            metric("complete", 1e300),
+            metric("complete", 1e-9, "s"),
+            metric("complete", 1e300, "B"),
+        ),
+        hardware_peak_section(Declared(1e12, 1e-300, "declared"), None),
+    )
+    achieved = rates["achieved_flop_rate"]
+    assert (achieved["status"], achieved["value"], achieved["known_value"]) == (
+        "unavailable",
+        None,
+        None,
+    )
+    assert achieved["reason"] == (
+        "metrics.operator_flops / metrics.latency (1e+300 / 1e-09) is beyond the range of a float"
+    )
+    assert rates["arithmetic_intensity"]["value"] == 1.0
+    for key in ("flop_utilization", "bandwidth_utilization"):
+        assert rates[key]["status"] == "unavailable", key
+    underflow = rate_metrics(
+        metrics_of(metric("partial", 1e-300), metric("complete", 1.0, "s")),
+        hardware_peak_section(Declared(1e30, None, "declared"), None),
+    )
+    utilization = underflow["flop_utilization"]
+    assert (utilization["status"], utilization["known_value"]) == ("unavailable", None)
+    assert "beyond the range of a float" in str(utilization["reason"])
+
+
+def test_a_peak_out_of_range_never_makes_an_invalid_report(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Past the check (as a peak from another caller of the pipeline could be), a subnormal
+    # peak leaves both utilizations unavailable with the reason: the report stays valid.
+    import torchscan.workload
+
+    monkeypatch.setattr(
+        torchscan.workload, "check_peak", lambda peak: Declared(5e-324, 1e-300, "s")
+    )
+    workload, inputs = _linear()
+    report = measure_workload(
+        workload, inputs=inputs, metrics=["latency", "operator_flops"], peak={}, **SHORT
+    )
+    assert validate_report(report) == "benchmark"
+    for key in ("flop_utilization", "bandwidth_utilization"):
+        metric_result = report["metrics"][key]  # type: ignore[literal-required]
+        assert metric_result["status"] == "unavailable", key
+        assert "beyond the range of a float" in str(metric_result["reason"]), key
+    assert "inf" not in format_summary(report).lower()
 
 
 def test_the_fixtures_rates_are_what_the_pass_computes() -> None:

@@ -17,8 +17,10 @@ from .errors import InvalidArgumentError
 __all__ = [
     "MAX_BOOTSTRAP_RESAMPLES",
     "MAX_COUNT",
+    "MAX_PEAK_RATE",
     "MAX_SECONDS",
     "MAX_WORK_UNITS",
+    "MIN_PEAK_RATE",
     "MIN_WORK_UNITS",
     "check_integer",
     "check_real",
@@ -30,6 +32,11 @@ MAX_SECONDS = 86_400.0
 #: (``work_units x calls / timed seconds``) stays a finite, non-zero float.
 MIN_WORK_UNITS = 1e-9
 MAX_WORK_UNITS = 1e18
+#: The smallest and largest peak rate a caller may declare, in FLOP/s or B/s: far below any
+#: device and far above every machine built, and a range in which every utilization derived
+#: from them (a workload's rate over the peak) stays a finite float.
+MIN_PEAK_RATE = 1.0
+MAX_PEAK_RATE = 1e30
 #: The largest block count or profiled call count.
 MAX_COUNT = 1_000_000
 #: The most bootstrap resamples (the core's limit too).

@@ -13,6 +13,7 @@ missing number. The Rust validator recomputes every one of them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -80,8 +81,11 @@ def check_peak(peak: Any) -> Declared | None:
 
     A mapping of ``flop_rate`` (FLOP/s), ``bandwidth`` (B/s) and ``source`` (non-empty text).
     Either rate may be left out (or ``None``), not both; each given rate is an ``int`` or
-    ``float`` (never a ``bool``), finite and positive. Any other key, a missing or empty
-    ``source``, or another type raises :class:`~torchscan.InvalidArgumentError`.
+    ``float`` (never a ``bool``) in [1, 1e30] (:data:`~torchscan._arguments.MIN_PEAK_RATE` to
+    :data:`~torchscan._arguments.MAX_PEAK_RATE`): far below any device and far above every
+    machine built, so that every utilization divided by it stays a finite number. Any other key,
+    a missing or empty ``source``, or another type raises
+    :class:`~torchscan.InvalidArgumentError`.
     """
     if peak is None:
         return None
@@ -120,7 +124,11 @@ def check_peak(peak: Any) -> Declared | None:
             None
             if value is None
             else _arguments.check_real(
-                f"peak[{key!r}]", value, minimum=0.0, minimum_open=True, meaning=meaning
+                f"peak[{key!r}]",
+                value,
+                minimum=_arguments.MIN_PEAK_RATE,
+                maximum=_arguments.MAX_PEAK_RATE,
+                meaning=meaning,
             )
         )
     if rates["flop_rate"] is None and rates["bandwidth"] is None:
@@ -489,8 +497,9 @@ def _quotient(
     """``numerator / divisor``, each given with its name, with the status rules.
 
     Complete when both are, a lower bound when the numerator is partial and the divisor
-    complete, unavailable with the reasons otherwise. ``missing`` is the reason when the divisor
-    is absent altogether.
+    complete, unavailable with the reasons otherwise, and unavailable too when the quotient
+    leaves the float range (an infinity, or zero for a nonzero numerator). ``missing`` is the
+    reason when the divisor is absent altogether.
     """
     (top_name, top), (bottom_name, bottom) = numerator, divisor
     reasons = []
@@ -508,6 +517,15 @@ def _quotient(
     if reasons or top is None or top_number is None or bottom_number is None:
         return _metrics.unavailable(unit, scope, method, "; ".join(reasons) or "no number")
     quotient = top_number / bottom_number
+    if not math.isfinite(quotient) or (quotient == 0.0 and top_number != 0.0):
+        # Inputs from far apart in the float range: no number rather than an infinity or a zero.
+        return _metrics.unavailable(
+            unit,
+            scope,
+            method,
+            f"{top_name} / {bottom_name} ({top_number:g} / {bottom_number:g}) is beyond the "
+            "range of a float",
+        )
     if top["status"] == "partial":
         return _metrics.partial(
             quotient,

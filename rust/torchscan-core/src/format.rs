@@ -27,10 +27,19 @@ pub const UNKNOWN: &str = "unknown";
 // ---------------------------------------------------------------------------------------------
 // Numbers
 
+/// Magnitudes from which numbers print in scientific notation (`1e308`) rather than as digits:
+/// an `f64` that large prints its whole binary expansion otherwise, up to 309 digits.
+pub const SCIENTIFIC_FROM: f64 = 1e21;
+
 /// Formats `value` with `decimals` decimals and thousands separators: `4,191,866.300`.
 ///
-/// A negative number that rounds to zero prints without its sign (`0.000`, never `-0.000`).
+/// A negative number that rounds to zero prints without its sign (`0.000`, never `-0.000`). A
+/// magnitude of [`SCIENTIFIC_FROM`] or more prints as the shortest scientific notation that
+/// reads back as the same `f64` (`1e308`, `-1.5e300`).
 pub fn group_thousands(value: f64, decimals: usize) -> String {
+    if value.is_finite() && value.abs() >= SCIENTIFIC_FROM {
+        return format!("{value:e}");
+    }
     let text = format!("{:.*}", decimals, value.abs());
     let (integer, fraction) = match text.split_once('.') {
         Some((integer, fraction)) => (integer, Some(fraction)),
@@ -213,11 +222,14 @@ fn prefixed(value: f64, prefixes: &[(&'static str, f64)]) -> Option<(String, &'s
     let (prefix, factor) = prefixes[index];
     match scaled_digits(value, factor) {
         Some(text) => Some((text, prefix)),
-        // Rounded up to 1,000: the next larger prefix, or grouped digits past the largest.
+        // Rounded up to 1,000: the next larger prefix, or grouped digits past the largest, and
+        // past a thousand trillion of it four significant digits in scientific notation, with
+        // no prefix.
         None if index > 0 => {
             let (larger, factor) = prefixes[index - 1];
             Some((four_digits(value / factor), larger))
         }
+        None if magnitude / factor >= 1e15 => Some((format!("{value:.3e}"), "")),
         None => Some((group_thousands(value / factor, 0), prefix)),
     }
 }
@@ -281,6 +293,7 @@ pub fn readable_number(value: f64, unit: &str) -> String {
                 return format!("{} B", group_thousands(value, 0));
             }
             match prefixed(value, &BINARY_PREFIXES) {
+                Some((text, "")) => format!("{text} B"),
                 Some((text, prefix)) => format!("{text} {prefix}"),
                 None if value.abs() < 1.0 => format!("{} B", small_digits(value)),
                 None => format!("{} B", four_digits(value)),
@@ -298,6 +311,7 @@ pub fn readable_number(value: f64, unit: &str) -> String {
                 return plain(text, unit);
             }
             match prefixed(value, &DECIMAL_PREFIXES) {
+                Some((text, "")) => plain(text, unit),
                 Some((text, prefix)) if glued_prefix(unit) => format!("{text} {prefix}{unit}"),
                 Some((text, prefix)) => match unit {
                     "count" | "" => format!("{text} {prefix}"),
@@ -317,6 +331,8 @@ pub fn exact_number(value: f64, unit: &str) -> String {
         group_thousands(value, 0)
     } else if !value.is_finite() {
         format!("{value}")
+    } else if value.abs() >= SCIENTIFIC_FROM {
+        format!("{value:e}")
     } else {
         // The shortest decimal that reads back as the same f64, its integer part grouped.
         let shortest = format!("{}", value.abs());
@@ -782,6 +798,13 @@ mod tests {
         assert_eq!(group_thousands(-1234.5, 1), "-1,234.5");
         assert_eq!(group_thousands(-999_999.0, 0), "-999,999");
         assert_eq!(group_thousands(-0.0001, 3), "0.000");
+        // From 1e21 the shortest scientific notation: never the 309 digits of f64::MAX.
+        assert_eq!(group_thousands(9.99e20, 0), "999,000,000,000,000,000,000");
+        assert_eq!(group_thousands(1e21, 3), "1e21");
+        assert_eq!(group_thousands(1e308, 0), "1e308");
+        assert_eq!(group_thousands(-f64::MAX, 1), "-1.7976931348623157e308");
+        assert_eq!(group_thousands(f64::INFINITY, 1), "inf");
+        assert_eq!(percent_text(1e300), "1e302%");
         assert_eq!(group_thousands(f64::NAN, 3), "NaN");
         assert_eq!(group_thousands(f64::INFINITY, 3), "inf");
         // The sign is kept only before a nonzero digit, so negative infinity shows as `inf`.
@@ -848,6 +871,12 @@ mod tests {
         assert_eq!(r(1_024_000.0, "B"), "0.9766 MiB");
         assert_eq!(r(99.996e-6, "s"), "100.0 us");
         assert_eq!(r(1e30, "FLOPs"), "1,000,000,000,000 EFLOPs");
+        // Past a thousand trillion of the largest prefix: scientific notation, never 309 digits.
+        assert_eq!(r(1e33, "FLOPs"), "1.000e33 FLOPs");
+        assert_eq!(r(1e308, "FLOP/s"), "1.000e308 FLOP/s");
+        assert_eq!(r(-f64::MAX, "count"), "-1.798e308");
+        assert_eq!(r(1e300, "samples/s"), "1.000e300 samples/s");
+        assert_eq!(r(1e300, "B"), "1.000e300 B");
         assert_eq!(r(0.0, "FLOPs"), "0 FLOPs");
         assert_eq!(r(32.0, "samples"), "32 samples");
         assert_eq!(r(4_191_866.3, "samples/s"), "4.192 M samples/s");
@@ -899,6 +928,9 @@ mod tests {
         assert_eq!(exact_number(-1.5, "s"), "-1.5 s");
         assert_eq!(exact_number(f64::INFINITY, "s"), "inf s");
         assert_eq!(exact_number(1e20, "FLOPs"), "100000000000000000000 FLOPs");
+        assert_eq!(exact_number(1e30, "FLOP/s"), "1e30 FLOP/s");
+        assert_eq!(exact_number(1.5e300, "ratio"), "1.5e300");
+        assert_eq!(exact_number(-f64::MAX, "B"), "-1.7976931348623157e308 B");
         assert_eq!(
             readable_with_exact(11_981_440.0, "FLOPs"),
             "11.98 MFLOPs (11,981,440 FLOPs)"

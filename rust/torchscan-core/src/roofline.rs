@@ -120,7 +120,8 @@ pub fn bound(intensity: Option<KnownNumber>, ridge_point: f64, missing: Option<&
 }
 
 /// The roofline of `report`: `Ok` when it records a peak compute rate and a peak bandwidth that
-/// are both known, else `Err` with why there is none (`None` without a `hardware_peak`).
+/// are both known and whose ratio (the ridge point) is a positive float, else `Err` with why
+/// there is none (`None` without a `hardware_peak`).
 pub fn roofline(report: &BenchmarkReport) -> Option<Result<Roofline, String>> {
     let peak: &HardwarePeak = report.hardware_peak.as_ref()?;
     let rates = peak_rate(&peak.flop_rate, "flop_rate")
@@ -147,6 +148,12 @@ pub fn roofline(report: &BenchmarkReport) -> Option<Result<Roofline, String>> {
         )),
     };
     let ridge_point = peak_flop_rate / peak_bandwidth;
+    if !ridge_point.is_finite() || ridge_point <= 0.0 {
+        return Some(Err(format!(
+            "the ridge point hardware_peak.flop_rate / hardware_peak.bandwidth \
+             ({peak_flop_rate:e} / {peak_bandwidth:e}) is beyond the range of a float"
+        )));
+    }
     Some(Ok(Roofline {
         peak_flop_rate,
         flop_rate_origin: peak.flop_rate_origin,

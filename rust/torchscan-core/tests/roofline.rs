@@ -452,3 +452,53 @@ fn a_comparison_adds_the_rates_beside_latency_without_a_verdict() {
         .expect("a comparison");
     assert!(!text.contains("achieved_flop_rate"));
 }
+
+/// The fixture against peaks declared at the ends of the float range (1e308 FLOP/s, 1e-300 B/s):
+/// reports written elsewhere may hold them, although `peak=` refuses them.
+fn peaks_far_apart() -> Value {
+    let mut report = peak_report();
+    let achieved = number(&report, "/metrics/achieved_flop_rate/value");
+    for (key, value) in [("flop_rate", 1.0e308), ("bandwidth", 1.0e-300)] {
+        let unit = if key == "flop_rate" { "FLOP/s" } else { "B/s" };
+        let declared = &mut report["hardware_peak"]["declared"][key];
+        complete(declared, value);
+        declared["unit"] = json!(unit);
+        let used = report["hardware_peak"]["declared"][key].clone();
+        report["hardware_peak"][key] = used;
+        report["hardware_peak"][format!("{key}_origin")] = json!("declared");
+    }
+    complete(
+        &mut report["metrics"]["flop_utilization"],
+        achieved / 1.0e308,
+    );
+    unavailable(
+        &mut report["metrics"]["bandwidth_utilization"],
+        "operator bytes per second / hardware_peak.bandwidth is beyond the range of a float",
+    );
+    report
+}
+
+#[test]
+fn a_quotient_beyond_the_float_range_is_unavailable_and_leaves_no_ridge_point() {
+    let report = peaks_far_apart();
+    assert_eq!(paths(&report), Vec::<String>::new());
+    // The quotient overflows: a complete utilization is refused, whatever number it states.
+    let mut lying = peaks_far_apart();
+    complete(&mut lying["metrics"]["bandwidth_utilization"], f64::MAX);
+    assert_eq!(
+        paths(&lying),
+        vec!["$.metrics.bandwidth_utilization.status"]
+    );
+    let parsed = read_report(&report.to_string()).expect("valid");
+    let summary = format_summary(&parsed);
+    assert!(
+        summary.contains(
+            "Bound: unknown (the ridge point hardware_peak.flop_rate / hardware_peak.bandwidth \
+             (1e308 / 1e-300) is beyond the range of a float)"
+        ),
+        "{summary}"
+    );
+    assert!(!summary.contains("inf"), "{summary}");
+    let html = hardware_html(&report);
+    assert!(!html.contains("<svg"), "{html}");
+}

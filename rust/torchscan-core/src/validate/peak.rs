@@ -43,16 +43,21 @@ impl Known {
         }
     }
 
-    /// `self / divisor`: a number only when the divisor is complete and positive; then with the
-    /// numerator's status (a lower bound stays a lower bound).
+    /// `self / divisor`: a number only when the divisor is complete and positive and the
+    /// quotient stays in the float range (neither an infinity nor zero for a nonzero
+    /// numerator); then with the numerator's status (a lower bound stays a lower bound).
     fn over(self, divisor: Known) -> Known {
         match (self.number, divisor.status, divisor.number) {
             (Some(number), MetricStatus::Complete, Some(by))
                 if by > 0.0 && self.status != MetricStatus::Unavailable =>
             {
+                let quotient = number / by;
+                if !quotient.is_finite() || (quotient == 0.0 && number != 0.0) {
+                    return Known::UNAVAILABLE;
+                }
                 Known {
                     status: self.status,
-                    number: Some(number / by),
+                    number: Some(quotient),
                 }
             }
             _ => Known::UNAVAILABLE,
@@ -410,5 +415,9 @@ mod tests {
         assert_eq!(complete(6.0).over(complete(0.0)), Known::UNAVAILABLE);
         assert_eq!(Known::UNAVAILABLE.over(complete(2.0)), Known::UNAVAILABLE);
         assert_eq!(complete(0.0).over(complete(2.0)), complete(0.0));
+        // A quotient beyond the float range is no number, never an infinity or a false zero.
+        assert_eq!(complete(1e300).over(complete(1e-300)), Known::UNAVAILABLE);
+        assert_eq!(partial(1e-300).over(complete(1e300)), Known::UNAVAILABLE);
+        assert_eq!(complete(f64::MAX).over(complete(0.5)), Known::UNAVAILABLE);
     }
 }
