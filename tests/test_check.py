@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import os
+import subprocess
+import sys
 import warnings
 from collections import namedtuple
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -443,13 +448,11 @@ def test_integer_tolerances_are_applied_exactly() -> None:
     ][0]
     assert leaf["max_rel_error"] == difference / scale
     assert leaf["mismatched_elements"] == 0
-    # Booleans are integers too; integer against floating point keeps float64 (documented).
+    # Booleans are integers too.
     leaf = check_outputs(torch.tensor([True, False]), torch.tensor([True, True]), rtol=0, atol=0)[
         "leaves"
     ][0]
     assert (leaf["mismatched_elements"], leaf["max_abs_error"]) == (1, 1)
-    across = torch.tensor([2**53 + 1]), torch.tensor([2.0**53], dtype=torch.float64)
-    assert check_outputs(*across, rtol=0, atol=0, check_dtype=False)["passed"]
 
 
 # -- sparse and nested tensors ---------------------------------------------------------------------
@@ -572,3 +575,279 @@ def test_meta_tensors_fail_and_say_they_hold_no_values() -> None:
         "A tensor on the meta device has no values: run the workload on a real device "
         "(device='cpu') to compare its outputs"
     )
+
+
+# -- integers against floating point, and values compared in chunks -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("integer", "number", "atol", "expected"),
+    [
+        # float64 rounds 2**53 + 1 to 2**53: the old check passed them at atol 0.
+        (torch.tensor([2**53 + 1]), torch.tensor([2.0**53], dtype=torch.float64), 0, (1, 1.0)),
+        (2**53 + 1, float(2**53), 0, (1, 1.0)),
+        # int64's extremes: -2**63 is a float exactly; 2**63 - 1 is 1 below the float 2**63.
+        (
+            torch.tensor([-(2**63), 2**63 - 1]),
+            torch.tensor([-(2.0**63), 2.0**63], dtype=torch.float64),
+            0,
+            (1, 1.0),
+        ),
+        (
+            torch.tensor([-(2**63), 2**63 - 1]),
+            torch.tensor([-(2.0**63), 2.0**63], dtype=torch.float64),
+            1,
+            (0, 1.0),
+        ),
+        (torch.tensor([2**64 - 1], dtype=torch.uint64), torch.tensor([2.0**64]), 0, (1, 1.0)),
+        (torch.tensor([2**62 + 1]), torch.tensor([2.0**62], dtype=torch.float64), 0, (1, 1.0)),
+        (torch.tensor([2**61 + 3]), torch.tensor([2.0**61], dtype=torch.float64), 2, (1, 3.0)),
+        # A large integer against a float with a fraction: 2**54 + 1 - 0.5, rounded once.
+        (torch.tensor([2**54 + 1]), torch.tensor([0.5], dtype=torch.float64), 0, (1, 2.0**54)),
+        (torch.tensor([255], dtype=torch.uint8), torch.tensor([255.0]), 0, (0, 0.0)),
+        (torch.tensor([True, False]), torch.tensor([1.0, 0.0], dtype=torch.float16), 0, (0, 0.0)),
+        (torch.tensor([2**60 + 1]), torch.tensor([math.nan], dtype=torch.float64), 0, (1, None)),
+        (
+            torch.tensor([2**60 + 1]),
+            torch.tensor([complex(2.0**60, 1.0)], dtype=torch.complex128),
+            0,
+            (1, math.sqrt(2)),
+        ),
+    ],
+    ids=[
+        "int64-2**53+1",
+        "python-2**53+1",
+        "int64-extremes",
+        "int64-extremes-atol-1",
+        "uint64-top",
+        "past-2**62",
+        "int64-2**61-atol-2",
+        "large-against-a-fraction",
+        "uint8",
+        "bool-float16",
+        "nan",
+        "complex",
+    ],
+)
+def test_integers_against_floats_are_compared_exactly(
+    integer: int | torch.Tensor,
+    number: float | torch.Tensor,
+    atol: int,
+    expected: tuple[int, float | None],
+) -> None:
+    for baseline, candidate in ((integer, number), (number, integer)):
+        report = check_outputs(baseline, candidate, rtol=0, atol=atol, check_dtype=False)
+        (leaf,) = report["leaves"]
+        assert (leaf["mismatched_elements"], leaf["max_abs_error"]) == expected
+        assert report["passed"] is (expected[0] == 0)
+        assert torchscan.validate_report(report) == "output_check"
+
+
+def _exact_leaf(
+    baseline: torch.Tensor, candidate: torch.Tensor, rtol: float, atol: float
+) -> tuple[int, int, float | None, float | None]:
+    """An integer tensor against a floating one, element by element, the documented way.
+
+    Integers within 2**53 in float64 (as two floats are compared), larger ones as fractions.
+    """
+    mismatched, max_abs, max_rel = 0, None, None
+    integer_is_baseline = not baseline.is_floating_point()
+    for base, cand in zip(baseline.tolist(), candidate.tolist(), strict=True):
+        integer = base if integer_is_baseline else cand
+        if abs(integer) <= 2**53 or not math.isfinite(base if not integer_is_baseline else cand):
+            b, c = float(base), float(cand)
+            difference = abs(c - b)
+            # torch.isclose: an infinite difference is close only between equal infinities.
+            close = c == b or (math.isfinite(difference) and difference <= atol + rtol * abs(b))
+            absolute = difference if math.isfinite(difference) else None
+            relative = difference / abs(b) if absolute is not None and b != 0 else None
+        else:
+            exact = abs(Fraction(cand) - Fraction(base))
+            close = exact <= Fraction(atol) + Fraction(rtol) * abs(Fraction(base))
+            absolute = float(exact)
+            relative = float(exact / abs(Fraction(base))) if base != 0 else None
+        mismatched += not close
+        if absolute is not None:
+            max_abs = absolute if max_abs is None else max(max_abs, absolute)
+        if relative is not None:
+            max_rel = relative if max_rel is None else max(max_rel, relative)
+    return int(baseline.numel()), mismatched, max_abs, max_rel
+
+
+def test_large_integers_against_floats_match_fractions_element_by_element() -> None:
+    generator = torch.Generator().manual_seed(41)
+    size = 3000
+    integers = torch.randint(-(2**62) + 1, 2**62, (size,), generator=generator)
+    integers[::7] = torch.randint(-1000, 1000, (len(integers[::7]),), generator=generator)
+    integers[1::11] = 2**53 + torch.randint(-3, 4, (len(integers[1::11]),), generator=generator)
+    integers[2::13] = torch.tensor(2**63 - 1)
+    integers[3::17] = torch.tensor(-(2**63))
+    # Floats near the integers (their rounding, a few units off), fractions, and specials.
+    numbers = integers.double() + torch.randint(-4, 5, (size,), generator=generator).double()
+    numbers[::5] = torch.rand(len(numbers[::5]), generator=generator, dtype=torch.float64) * 8
+    numbers[4::19] = math.nan
+    numbers[5::23] = -math.inf
+    numbers[6::29] = 2.0**70
+    for rtol, atol in ((0.0, 0.0), (0.0, 3.0), (1e-18, 0.0), (0.25, 0.5)):
+        for baseline, candidate in ((integers, numbers), (numbers, integers)):
+            leaf = check_outputs(baseline, candidate, rtol=rtol, atol=atol, check_dtype=False)[
+                "leaves"
+            ][0]
+            found = (
+                leaf["elements"],
+                leaf["mismatched_elements"],
+                leaf["max_abs_error"],
+                leaf["max_rel_error"],
+            )
+            assert found == _exact_leaf(baseline, candidate, rtol, atol), (rtol, atol)
+
+
+def _reference_floats(
+    baseline: torch.Tensor, candidate: torch.Tensor, rtol: float, atol: float, equal_nan: bool
+) -> tuple[int, int, float | None, float | None]:
+    """The check of two floating tensors whole, in float64, as it was before chunks."""
+    complex_values = baseline.is_complex() or candidate.is_complex()
+    kind = torch.complex128 if complex_values else torch.float64
+    left, right = baseline.to(kind), candidate.to(kind)
+    close = torch.isclose(right, left, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    difference = (right - left).abs()
+    finite = torch.isfinite(difference)
+    max_abs = float(difference[finite].max()) if bool(finite.any()) else None
+    scale = left.abs()
+    ok = finite & (scale > 0)
+    max_rel = float((difference[ok] / scale[ok]).max()) if bool(ok.any()) else None
+    return int(close.numel()), int(close.numel()) - int(close.sum()), max_abs, max_rel
+
+
+def _adversarial(shape: tuple[int, ...], dtype: torch.dtype, seed: int) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    values = torch.randn(shape, generator=generator, dtype=torch.float64)
+    flat = values.view(-1)
+    for start, special in enumerate([math.nan, math.inf, -math.inf, -0.0, 0.0, 5e-324, 1e308]):
+        flat[start :: 17 + start] = special
+    if dtype.is_complex:
+        return torch.complex(values, values.flip(-1)).to(dtype)
+    return values.to(dtype)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 64, 1000])
+@pytest.mark.parametrize(
+    ("shape", "dtypes", "view"),
+    [
+        ((1000,), (torch.float32, torch.float32), "contiguous"),
+        ((37, 29), (torch.float64, torch.float32), "transposed"),
+        ((3, 5, 67), (torch.float32, torch.bfloat16), "every-other-column"),
+        ((4, 1, 250), (torch.complex64, torch.complex128), "contiguous"),
+        ((0, 5), (torch.float32, torch.float32), "contiguous"),
+        ((), (torch.float64, torch.float64), "contiguous"),
+    ],
+    ids=["1d", "transposed", "strided-3d", "complex", "empty", "0-d"],
+)
+def test_values_compared_in_chunks_are_the_values_compared_whole(
+    monkeypatch: pytest.MonkeyPatch,
+    chunk: int,
+    shape: tuple[int, ...],
+    dtypes: tuple[torch.dtype, torch.dtype],
+    view: str,
+) -> None:
+    monkeypatch.setattr(torchscan.check, "CHUNK_ELEMENTS", chunk)
+    full = shape if view != "every-other-column" else (*shape[:-1], shape[-1] * 2)
+    baseline = _adversarial(full, dtypes[0], 1)
+    # The candidate: the baseline with some elements moved and others replaced, so that NaNs,
+    # infinities and -0.0 meet their equals and each other across chunk boundaries.
+    candidate = baseline.to(dtypes[1]).clone()
+    if candidate.numel() > 1:
+        noise = _adversarial(full, dtypes[1], 2)
+        candidate.view(-1)[::3] = noise.view(-1)[::3]
+        candidate.view(-1)[1::5] = candidate.view(-1)[1::5] * (1 + 1e-6)
+    if view == "transposed":
+        baseline, candidate = baseline.t(), candidate.t()
+    elif view == "every-other-column":
+        baseline, candidate = baseline[..., ::2], candidate[..., ::2]
+    for rtol, atol, equal_nan in ((0.0, 0.0, False), (1e-5, 1e-8, True), (0.5, 1.0, False)):
+        report = check_outputs(
+            baseline, candidate, rtol=rtol, atol=atol, equal_nan=equal_nan, check_dtype=False
+        )
+        leaf = report["leaves"][0]
+        found = (
+            leaf["elements"],
+            leaf["mismatched_elements"],
+            leaf["max_abs_error"],
+            leaf["max_rel_error"],
+        )
+        expected = _reference_floats(baseline, candidate, rtol, atol, equal_nan)
+        if expected[3] is not None and not math.isfinite(expected[3]):
+            expected = (*expected[:3], None)  # a relative error past float64 is recorded as null
+        assert found == expected, (rtol, atol, equal_nan)
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 64])
+def test_integers_compared_in_chunks_are_the_integers_compared_whole(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    generator = torch.Generator().manual_seed(7)
+    baseline = torch.randint(-(2**62), 2**62, (40, 9), generator=generator)
+    candidate = baseline + torch.randint(-3, 4, (40, 9), generator=generator)
+    baseline[::4, 2] = torch.tensor(-(2**63))  # past int64's differences in some chunks only
+    candidate[::4, 2] = torch.tensor(2**63 - 1)
+    results = []
+    for size in (chunk, 10**9):
+        monkeypatch.setattr(torchscan.check, "CHUNK_ELEMENTS", size)
+        for rtol, atol in ((0.0, 0.0), (0.0, 2.0), (1e-18, 1.0)):
+            leaf = check_outputs(baseline.t(), candidate.t(), rtol=rtol, atol=atol)["leaves"][0]
+            results.append(
+                (
+                    leaf["mismatched_elements"],
+                    leaf["max_abs_error"],
+                    leaf["max_rel_error"],
+                )
+            )
+    assert results[:3] == results[3:]
+    # The whole: exactly as Python ints.
+    pairs = list(zip(baseline.view(-1).tolist(), candidate.view(-1).tolist(), strict=True))
+    assert results[0][:2] == (
+        sum(c != b for b, c in pairs),
+        max(abs(c - b) for b, c in pairs),
+    )
+
+
+_MEMORY_CHILD = """
+import sys, torch
+from torchscan import check_outputs
+
+def status(key):
+    with open("/proc/self/status") as file:
+        for line in file:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+
+n = 16 * 2**20
+baseline = torch.randn(n)
+candidate = baseline + 1e-3
+check_outputs(torch.ones(4), torch.ones(4), rtol=0, atol=0)  # lazy initialisation, untimed
+with open("/proc/self/clear_refs", "w") as file:
+    file.write("5")  # the peak RSS starts again from the current RSS
+before = status("VmRSS")
+report = check_outputs(baseline, candidate, rtol=0, atol=1e-2)
+assert report["passed"], report["leaves"]
+print(status("VmHWM") - before)
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="needs Linux /proc")
+def test_a_large_leaf_adds_less_memory_than_one_side(tmp_path: Path) -> None:
+    # 16 Mi float32 elements, 64 MiB a side: compared whole, the float64 copies, difference,
+    # scale and masks added about 700 MiB at once; in chunks a few MiB.
+    script = tmp_path / "child.py"
+    script.write_text(_MEMORY_CHILD, encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stderr
+    added = int(result.stdout.split()[-1])
+    assert added < 64 * 2**20, f"{added / 2**20:.0f} MiB added"

@@ -18,11 +18,11 @@ from .reports import Diagnostic, LeafCheck, OutputCheckReport, StructureDifferen
 __all__ = ["CHECK_METHOD", "check_outputs"]
 
 CHECK_METHOD = (
-    "per element: |candidate - baseline| <= atol + rtol * |baseline| on the baseline's device; "
-    "integer and bool tensors on both sides exactly, as integers; otherwise torch.isclose in "
-    "float64 (complex128 for complex tensors); Python numbers as 0-d tensors, Python ints on both "
-    "sides exactly; sparse tensors through their dense values, nested tensors component by "
-    "component"
+    "per element: |candidate - baseline| <= atol + rtol * |baseline| on the baseline's device, "
+    "in chunks; integer and bool tensors on both sides exactly, as integers; otherwise "
+    "torch.isclose in float64 (complex128 for complex tensors), integers beyond 2**53 against "
+    "floats exactly; Python numbers as 0-d tensors, Python ints on both sides exactly; sparse "
+    "tensors through their dense values, nested tensors component by component"
 )
 _NUMBERS = (bool, int, float, complex)
 # Objects that are never walked through their attributes: classes, modules and functions.
@@ -316,6 +316,258 @@ def _compare_integers_in_python(
     return int(left.numel()), mismatched, max_abs, max_rel if has_scale else None
 
 
+# ---------------------------------------------------------------------------------------------
+# Values in chunks: one leaf's tensors are compared a chunk at a time, so the float64 copies,
+# differences and masks of a comparison never hold more than one chunk.
+
+#: Elements compared at a time: the float64 (complex128) copies, differences and masks of one
+#: chunk are a few MiB each, whatever the size of the leaf.
+CHUNK_ELEMENTS = 1 << 18
+
+#: Elements, mismatched elements, the largest absolute error and the largest relative error.
+_Errors = tuple[int, int, int | float | None, float | None]
+
+
+def _chunks(left: Any, right: Any, limit: int) -> Iterator[tuple[Any, Any]]:
+    """Both tensors (of one shape) in pieces of at most ``limit`` elements, flattened.
+
+    The pieces cover every element once, the same elements of both sides together: slices of
+    the first dimension, and of the dimensions below it where one index of the first holds more
+    than ``limit`` elements. A piece is a view where the tensor's strides allow, else a copy of
+    that piece alone.
+    """
+    if left.numel() <= limit or left.dim() == 0:
+        yield left.reshape(-1), right.reshape(-1)
+        return
+    inner = left[0].numel()  # elements under one index of the first dimension
+    if inner > limit:
+        for index in range(left.shape[0]):
+            yield from _chunks(left[index], right[index], limit)
+        return
+    rows = limit // inner
+    for start in range(0, left.shape[0], rows):
+        yield (
+            left[start : start + rows].reshape(-1),
+            right[start : start + rows].reshape(-1),
+        )
+
+
+def _merge(total: _Errors, part: _Errors) -> _Errors:
+    """Two chunks' elements, mismatches and largest errors as one (None where neither has one)."""
+
+    def larger(a: Any, b: Any) -> Any:
+        return b if a is None else a if b is None else max(a, b)
+
+    return (
+        total[0] + part[0],
+        total[1] + part[1],
+        larger(total[2], part[2]),
+        larger(total[3], part[3]),
+    )
+
+
+def _compare_floats(left: Any, right: Any, rtol: float, atol: float, equal_nan: bool) -> _Errors:
+    """Two tensors of one shape in float64 (complex128), ``left`` the baseline.
+
+    ``torch.isclose`` decides each element; the largest absolute error is over the finite
+    differences, the largest relative error over those whose baseline is nonzero.
+    """
+    import torch
+
+    elements = int(left.numel())
+    if elements == 0:
+        return 0, 0, None, None
+    complex_values = left.is_complex() or right.is_complex()
+    kind = torch.complex128 if complex_values else torch.float64
+    left, right = left.to(dtype=kind), right.to(dtype=kind)
+    close = torch.isclose(right, left, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    mismatched = elements - int(close.sum().item())
+    del close
+    difference = (right - left).abs()
+    finite = torch.isfinite(difference)
+    # Errors are >= 0: -1 marks the elements left out of a maximum.
+    max_abs = float(torch.where(finite, difference, -1.0).max().item())
+    scale = left.abs()
+    relative_ok = finite & (scale > 0)
+    max_rel = float(torch.where(relative_ok, difference / scale, -1.0).max().item())
+    return (
+        elements,
+        mismatched,
+        max_abs if max_abs >= 0 else None,
+        max_rel if max_rel >= 0 else None,
+    )
+
+
+def _sqrt_float(value: Fraction) -> float:
+    """The square root of a rational >= 0, correctly rounded to a float (``inf`` past the range).
+
+    ``sqrt(value) * 2**shift`` lies in ``[root, root + 1)`` for the integer square root ``root``
+    of ``value * 4**shift`` (at least 60 bits): equal to ``root`` when exact, else strictly inside,
+    where the midpoint ``root + 1/2`` rounds as it does (no rounding boundary of a float lies
+    strictly between two integers at that scale).
+    """
+    numerator, denominator = value.numerator, value.denominator
+    if numerator == 0:
+        return 0.0
+    shift = max(0, (120 - (numerator.bit_length() - denominator.bit_length())) // 2 + 1)
+    scaled = numerator << (2 * shift)
+    root = math.isqrt(scaled // denominator)
+    if root * root * denominator == scaled:
+        result = Fraction(root, 1 << shift)
+    else:
+        result = Fraction(2 * root + 1, 1 << (shift + 1))
+    try:
+        return float(result)
+    except OverflowError:
+        return math.inf
+
+
+def _sqrt_within(square: Fraction, scale_square: Fraction, rtol: float, atol: float) -> bool:
+    """``sqrt(square) <= atol + rtol * sqrt(scale_square)``, exactly (all rationals, >= 0)."""
+    a, b = Fraction(atol), Fraction(rtol)
+    if b == 0 or scale_square == 0:
+        return square <= a * a
+    # Squared: square <= a^2 + 2ab sqrt(q) + b^2 q, that is rest <= 2ab sqrt(q).
+    rest = square - a * a - b * b * scale_square
+    if rest <= 0:
+        return True
+    return rest * rest <= 4 * a * a * b * b * scale_square
+
+
+def _exact_mixed(
+    integer: int, number: float | complex, integer_is_baseline: bool, rtol: float, atol: float
+) -> tuple[bool, float, float | None]:
+    """One integer element against one finite float (or complex) element, exactly.
+
+    Returns whether ``|candidate - baseline| <= atol + rtol * |baseline|``, the absolute error
+    and the relative error (``None`` for a zero baseline), each correctly rounded.
+    """
+    if isinstance(number, complex):
+        real, imaginary = Fraction(number.real), Fraction(number.imag)
+        square = (Fraction(integer) - real) ** 2 + imaginary**2
+        scale_square = Fraction(integer) ** 2 if integer_is_baseline else real**2 + imaginary**2
+        within = _sqrt_within(square, scale_square, rtol, atol)
+        relative = _sqrt_float(square / scale_square) if scale_square else None
+        return within, _sqrt_float(square), relative
+    difference = abs(Fraction(integer) - Fraction(number))
+    scale = abs(Fraction(integer) if integer_is_baseline else Fraction(number))
+    within = difference <= Fraction(atol) + Fraction(rtol) * scale
+    try:
+        absolute = float(difference)
+    except OverflowError:
+        absolute = math.inf
+    relative = None
+    if scale:
+        try:
+            relative = float(difference / scale)
+        except OverflowError:
+            relative = math.inf
+    return within, absolute, relative
+
+
+def _compare_mixed(left: Any, right: Any, rtol: float, atol: float, equal_nan: bool) -> _Errors:
+    """An integer (or bool) side against a floating or complex side, ``left`` the baseline.
+
+    float64 holds every integer up to 2**53 exactly: those elements are compared as floats are
+    (:func:`_compare_floats`). Larger integers would be rounded there, so their elements are
+    decided exactly: in int64 arithmetic where both numbers are below 2**62
+    (:func:`_compare_large`), as Python fractions otherwise. A NaN or an infinity on the
+    floating side never matches an integer.
+    """
+    import torch
+
+    integer_is_baseline = _is_integer(left.dtype)
+    integers, numbers = (left, right) if integer_is_baseline else (right, left)
+    if integers.dtype not in (torch.int64, torch.uint64):  # every value within 2**53
+        return _compare_floats(left, right, rtol, atol, equal_nan)
+    unsigned = integers.dtype == torch.uint64
+    # int64 bits: a uint64 value past int64 reads negative (PyTorch indexes few uint64 tensors).
+    bits = integers.contiguous().view(torch.int64) if unsigned else integers
+    large = (bits > _FLOAT_EXACT) | (bits < (0 if unsigned else -_FLOAT_EXACT))
+    if not bool(large.any()):
+        return _compare_floats(left, right, rtol, atol, equal_nan)
+    elements = int(left.numel())
+    small = ~large
+    pair = (bits[small], numbers[small])
+    total = _compare_floats(*(pair if integer_is_baseline else pair[::-1]), rtol, atol, equal_nan)
+    bits = bits[large]
+    kind = torch.complex128 if numbers.is_complex() else torch.float64
+    numbers = numbers[large].to(dtype=kind)
+    finite = torch.isfinite(numbers)
+    # A NaN or an infinity against an integer: a mismatch, its error left out of the maxima.
+    total = _merge(total, (0, int(bits.numel()) - int(finite.sum().item()), None, None))
+    bits, numbers = bits[finite], numbers[finite]
+    if not numbers.is_complex():
+        safe = (numbers.abs() < _INT64_SAFE) & (bits < _INT64_SAFE) & (bits > -_INT64_SAFE)
+        if unsigned:
+            safe &= bits >= 0
+        part = _compare_large(bits[safe], numbers[safe], integer_is_baseline, rtol, atol)
+        total = _merge(total, part)
+        bits, numbers = bits[~safe], numbers[~safe]
+    # The rest (integers or floats past 2**62, complex numbers) as Python fractions.
+    values: list[int] = bits.tolist()
+    if unsigned:
+        values = [value + 2**64 if value < 0 else value for value in values]
+    for integer, number in zip(values, numbers.tolist(), strict=True):
+        within, absolute, relative = _exact_mixed(integer, number, integer_is_baseline, rtol, atol)
+        total = _merge(total, (0, int(not within), absolute, relative))
+    return elements, total[1], total[2], total[3]
+
+
+def _compare_large(
+    integers: Any, numbers: Any, integer_is_baseline: bool, rtol: float, atol: float
+) -> tuple[int, int, float | None, float | None]:
+    """Integers past 2**53 (int64, below 2**62) against finite float64 numbers below 2**62.
+
+    Exact: a float below 2**62 is its integer part ``whole`` (int64) plus a fraction ``part`` in
+    (-1, 1), both exact, so the difference is ``steps - part`` with ``steps = integer - whole``
+    exact in int64. float64 then decides every element but those whose bound it puts within
+    1e-14 (relatively) of the difference, decided as fractions, and gives the largest errors,
+    the few that float64 puts near the top computed again as fractions.
+    """
+    import torch
+
+    elements = int(integers.numel())
+    if elements == 0:
+        return 0, 0, None, None
+    whole = numbers.trunc()
+    part = numbers - whole  # exact: the fraction of a float
+    steps = integers - whole.to(torch.int64)  # exact: both below 2**62 in magnitude
+    difference = (steps.double() - part).abs()
+    scale = integers.abs().double() if integer_is_baseline else numbers.abs()
+    bound = atol + rtol * scale
+
+    def exact(mask: Any) -> list[tuple[bool, float, float | None]]:
+        return [
+            _exact_mixed(integer, number, integer_is_baseline, rtol, atol)
+            for integer, number in zip(integers[mask].tolist(), numbers[mask].tolist(), strict=True)
+        ]
+
+    unsure = bound.isfinite() & ((difference - bound).abs() <= _CLOSE * bound)
+    mismatched = int(((difference > bound) & ~unsure).sum().item())
+    mismatched += sum(not within for within, _, _ in exact(unsure))
+    # The largest absolute error: float64 rounds the difference once where steps fit in 2**53
+    # (exact then), twice beyond; the largest rounded value is the rounded largest value.
+    top = float(difference.max().item())
+    inexact = steps.abs() > _FLOAT_EXACT
+    near = inexact & (difference >= top * (1 - _CLOSE))
+    sure = difference[~inexact]
+    candidates = [float(sure.max().item())] if sure.numel() else []
+    candidates += [absolute for _, absolute, _ in exact(near)]
+    max_abs = max(candidates)
+    # The largest relative error: float64 rounds it more than once, so those near the top are
+    # computed again; a zero difference is an exact zero.
+    nonzero = scale > 0
+    if not bool(nonzero.any()):
+        return elements, mismatched, max_abs, None
+    ratio = torch.where(nonzero, difference / scale, -1.0)
+    top = float(ratio.max().item())
+    near = nonzero & (difference != 0) & (ratio >= top * (1 - _CLOSE))
+    relatives = [relative for _, _, relative in exact(near) if relative is not None]
+    max_rel = max(relatives) if relatives else max(top, 0.0)
+    return elements, mismatched, max_abs, max_rel
+
+
 def _int_meta(value: int, fits: bool) -> TensorMeta:
     """A Python int's metadata: a 0-d int64 tensor's when ``fits``, else dtype ``int``."""
     import torch
@@ -602,36 +854,39 @@ class _Walker:
         self.leaves.append(leaf)
         self.explain(leaf, cache, layouts, problem)
 
-    def values(self, baseline: Any, candidate: Any) -> tuple[int, int, float | None, float | None]:
-        """Elements, mismatches and the largest errors of two tensors of one shape and layout."""
+    def values(self, baseline: Any, candidate: Any) -> _Errors:
+        """Elements, mismatches and the largest errors of two tensors of one shape and layout.
+
+        Compared a chunk of :data:`CHUNK_ELEMENTS` at a time on the baseline's device (each
+        candidate chunk moved there), so the extra memory stays a few chunks whatever the size.
+        """
         import torch
 
         with torch.no_grad():
             left, right = baseline.detach(), candidate.detach()
             if left.layout != torch.strided:  # sparse (and oneDNN) tensors: their dense values
                 left, right = left.to_dense(), right.to_dense()
-            right = right.to(device=left.device)
-            if _is_integer(left.dtype) and _is_integer(right.dtype):
-                return _compare_integers(left, right, self.rtol, self.atol)
-            complex_values = left.is_complex() or right.is_complex()
-            kind = torch.complex128 if complex_values else torch.float64
-            left, right = left.to(dtype=kind), right.to(dtype=kind)
-            close = torch.isclose(
-                right, left, rtol=self.rtol, atol=self.atol, equal_nan=self.equal_nan
-            )
-            elements = int(close.numel())
-            mismatched = elements - int(close.sum().item())
-            difference = (right - left).abs()
-            finite = torch.isfinite(difference)
-            max_abs = float(difference[finite].max().item()) if bool(finite.any()) else None
-            scale = left.abs()
-            relative_ok = finite & (scale > 0)
-            max_rel = (
-                float((difference[relative_ok] / scale[relative_ok]).max().item())
-                if bool(relative_ok.any())
-                else None
-            )
-        return elements, mismatched, max_abs, max_rel
+            integers = (_is_integer(left.dtype), _is_integer(right.dtype))
+            rtol, atol, equal_nan = self.rtol, self.atol, self.equal_nan
+            if all(integers):
+
+                def compare(first: Any, second: Any) -> _Errors:
+                    return _compare_integers(first, second, rtol, atol)
+
+            elif any(integers):
+
+                def compare(first: Any, second: Any) -> _Errors:
+                    return _compare_mixed(first, second, rtol, atol, equal_nan)
+
+            else:
+
+                def compare(first: Any, second: Any) -> _Errors:
+                    return _compare_floats(first, second, rtol, atol, equal_nan)
+
+            total: _Errors = (0, 0, None, None)
+            for first, second in _chunks(left, right, CHUNK_ELEMENTS):
+                total = _merge(total, compare(first, second.to(device=first.device)))
+        return total
 
     def explain(
         self,
@@ -820,8 +1075,13 @@ def check_outputs(
     ``check_dtype`` (default True, as in ``torch.testing.assert_close``) makes a leaf whose
     dtype differs fail. When False, leaves of different dtypes are compared by value: two integer
     dtypes exactly, otherwise in float64 (complex128), which holds every float32 and bfloat16
-    value exactly (but rounds integers beyond 2**53 on an integer side): an fp32 baseline and a
-    bfloat16 candidate within the tolerances pass.
+    value exactly: an fp32 baseline and a bfloat16 candidate within the tolerances pass. An
+    integer side's values beyond 2**53, which float64 would round, are compared with the floats
+    exactly (``2**53 + 1`` against ``2.0**53`` is one mismatched element with an absolute error
+    of 1), and their largest errors are the exact ones, correctly rounded.
+
+    Each leaf is compared in chunks of :data:`CHUNK_ELEMENTS` elements on the baseline's device,
+    so the check's extra memory stays a few MiB whatever the size of the tensors.
 
     The report records, per leaf, shapes, dtypes, devices, maximum absolute and relative errors
     and mismatch counts, never tensor values; each failing leaf gets a diagnostic that names its
