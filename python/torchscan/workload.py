@@ -162,10 +162,10 @@ def measure_workload(
     about a second on a CPU; on CUDA it also records the theoretical peaks torch derives from
     the device's properties, labelled theoretical. ``peak={"flop_rate": ..., "bandwidth": ...,
     "source": "..."}`` declares a peak instead (FLOP/s and B/s, each in [1, 1e30]; either rate
-    may be left out, ``source`` says where the numbers come from). Both are kept in ``report["hardware_peak"]``;
-    ``metrics.flop_utilization`` and ``metrics.bandwidth_utilization`` (``ratio``) divide by the
-    declared peak when there is one, else the measured one, and are unavailable, saying how to
-    get one, without a peak.
+    may be left out, ``source`` says where the numbers come from). Both are kept in
+    ``report["hardware_peak"]``; ``metrics.flop_utilization`` and
+    ``metrics.bandwidth_utilization`` (``ratio``) divide by the declared peak when there is one,
+    else the measured one, and are unavailable, saying how to get one, without a peak.
 
     Numeric arguments are ``int`` or ``float`` (never ``bool``), finite and in range, or
     :class:`~torchscan.InvalidArgumentError` names the argument before the workload runs:
