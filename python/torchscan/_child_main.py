@@ -3,7 +3,8 @@
 Run as ``python -m torchscan._child_main <reference> --calls N [--threads T] --device D
 [--fingerprint JSON] [--state FILE]`` by the supervisor (:mod:`torchscan._child_supervisor`) that
 :mod:`torchscan.child` starts, never imported for its side effects. A ``path/to/file.py:attr``
-reference is imported as a module under a private name, never as ``__main__``; with
+reference is imported by :mod:`torchscan._references`, the loader the command line uses, as a
+module under a private name, never as ``__main__``; with
 ``--fingerprint`` the imported object must match the parent's (:func:`workload_fingerprint`), or
 the child refuses it. With ``--state`` (a callable object, or a method of one) the child runs
 the parent's object, unpickled from ``FILE``, rather than the one its import built, once it has
@@ -30,7 +31,6 @@ import contextlib
 import gc
 import hashlib
 import importlib
-import importlib.util
 import io
 import json
 import os
@@ -42,7 +42,9 @@ from collections.abc import Callable, Sequence
 from types import CodeType, FunctionType, MethodType, ModuleType
 from typing import Any
 
+from . import _references
 from ._child_supervisor import SUPERVISOR_PID_ENV
+from ._references import import_file, import_module, is_file_module_name
 
 __all__ = [
     "CHILD_MARKER_ENV",
@@ -71,9 +73,6 @@ _RESET_HWM = "5"
 # accepted but ignored, and the sampled fallback is the honest choice.
 _RESET_SLACK_B = 4 << 20
 _SAMPLE_INTERVAL_S = 0.001
-# The private name a ``file.py:attr`` reference is imported under: never ``__main__``, so a
-# script's ``if __name__ == "__main__":`` block does not run.
-_FILE_MODULE_NAME = "_torchscan_child_workload"
 # Module names a reference may not name: in the child they are the child itself.
 _RESERVED_MODULES = ("__main__", "__mp_main__")
 # How many ``__wrapped__`` links of a decorated function the fingerprint follows.
@@ -209,7 +208,8 @@ def fingerprint_mismatch(
     fields = ["kind", "qualname", "type", "file", "line", "code"]
     if not by_path:
         fields.insert(1, "module")
-    if by_path and found.get("module") not in (None, _FILE_MODULE_NAME):
+    module = found.get("module")
+    if by_path and module is not None and not is_file_module_name(module):
         # Defined in another module that the file imports: its module name is a real one.
         fields.insert(1, "module")
     return [name for name in fields if expected.get(name) != found.get(name)]
@@ -386,20 +386,13 @@ def _load_workload(
         raise ValueError(f"malformed workload reference {reference!r}")
     target, qualname, is_path = split
     module: ModuleType
+    # The one loader the command line uses too: a file under its private name (never
+    # ``__main__``, so a script's main block does not run) with its folder first on sys.path
+    # while it is imported; SystemExit or KeyboardInterrupt at import is an error naming it.
     if is_path:
-        path = os.path.abspath(target)
-        # A script finds its sibling modules through its own folder, as when it runs directly.
-        sys.path.insert(0, os.path.dirname(path))
-        spec = importlib.util.spec_from_file_location(_FILE_MODULE_NAME, path)
-        if spec is None or spec.loader is None:
-            raise ImportError(f"cannot load a module from {os.path.basename(path)!r}")
-        module = importlib.util.module_from_spec(spec)
-        # Registered before running, as a normal import does, so dataclasses and pickling inside
-        # the module find it.
-        sys.modules[_FILE_MODULE_NAME] = module
-        spec.loader.exec_module(module)
+        module = import_file(os.path.abspath(target), shown=os.path.basename(target))
     else:
-        module = importlib.import_module(target)
+        module = import_module(target)
     _refuse_nested_requests()
     found: Any = module
     for part in qualname.split("."):
@@ -495,7 +488,7 @@ def _emit(result_fd: int, payload: dict[str, Any]) -> None:
 
 def _is_plumbing(filename: str) -> bool:
     return (
-        filename == __file__
+        filename in (__file__, _references.__file__)
         or filename.startswith("<frozen importlib")
         or os.path.dirname(filename) == os.path.dirname(importlib.__file__ or "")
     )
@@ -503,6 +496,8 @@ def _is_plumbing(filename: str) -> bool:
 
 def _fail(result_fd: int, stage: str, error: BaseException) -> int:
     text = "".join(traceback.format_exception_only(type(error), error)).strip()
+    if isinstance(error, _references.LoaderError):
+        text = str(error)  # it names the file and what happened: no class name before it
     if isinstance(error, WorkloadRefusedError):
         # A refusal is the child's own decision: its message says everything, with no traceback.
         _emit(result_fd, {"ok": False, "stage": stage, "error": str(error), "refused": True})

@@ -414,7 +414,9 @@ def _module_reference(module: ModuleType, qualname: str) -> str | None:
         return f"{name}:{qualname}"
     # Loaded from a file under a name a fresh process cannot find (a module loaded with
     # ``spec_from_file_location``, such as ``python -m torchscan measure file.py:fn`` loads): the
-    # child loads the same file under a private name, and the fingerprint checks it.
+    # child loads the same file by path, through the loader the command line uses
+    # (torchscan._references, the same private name for the same file), and the fingerprint
+    # checks it.
     path = getattr(module, "__file__", None)
     if isinstance(path, str) and path.endswith(".py") and os.path.isfile(path):
         return f"{os.path.abspath(path)}:{qualname}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import io
 import json
@@ -11,9 +12,9 @@ import re
 import sys
 import textwrap
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from importlib import resources
-from pathlib import Path
 from typing import Any, NoReturn
 
 from . import _core
@@ -45,11 +46,16 @@ class UsageError(Exception):
 
 
 class _UserCodeError(Exception):
-    """The user's module or workload raised ``error``: its traceback is shown, exit code 1."""
+    """The user's module or workload raised ``error``: its traceback is shown, exit code 1.
 
-    def __init__(self, error: BaseException) -> None:
+    ``what`` names the code that ran (``the workload bench.py:workload``), for the line that
+    follows the traceback of a ``SystemExit``.
+    """
+
+    def __init__(self, error: BaseException, what: str = "the user's code") -> None:
         super().__init__(str(error))
         self.error = error
+        self.what = what
 
 
 def _one_line(text: str) -> str:
@@ -125,6 +131,107 @@ def _check_html(path: str | None) -> None:
         )
 
 
+@dataclass(frozen=True)
+class _Output:
+    """One output option of a command: its flag, its path and who writes it in a job of ranks."""
+
+    option: str
+    path: str | None
+    every_rank: bool = True
+    """Whether every rank of a job writes it (else rank 0 alone, as with ``--gather``)."""
+    example: str = "rank{rank}.json"
+    """A path with ``{rank}`` to show in the refusal of a path without it."""
+    remedy: str = ""
+    """What else would do, after the example (``, or pass --gather ...``)."""
+    checked_apart: bool = False
+    """Whether its directory is checked elsewhere (``--profiler-trace``, as ``profiler_trace``)."""
+
+
+def _for_rank(path: str | None, rank: int) -> str | None:
+    return path.replace("{rank}", str(rank)) if path else path
+
+
+def _place_outputs(outputs: Sequence[_Output], rank: int, world: int) -> list[_Output]:
+    """The outputs of this rank, ``{rank}`` replaced by its rank in every path, before any check.
+
+    In a job of several ranks every rank writes its own outputs (rank 0 alone those that are not
+    ``every_rank``, whose path is ``None`` on the others), so a path without ``{rank}`` would have
+    the ranks overwrite each other: it is refused, as is ``-`` (the ranks' outputs would
+    interleave), and so are paths that name one file for two ranks (``out{rank}/../r.json``).
+    """
+    if world <= 1:
+        return [replace(output, path=_for_rank(output.path, rank)) for output in outputs]
+    placed = []
+    for output in outputs:
+        option, path = output.option, output.path
+        if not path:
+            placed.append(output)
+            continue
+        if not output.every_rank:
+            placed.append(replace(output, path=_for_rank(path, rank) if rank == 0 else None))
+            continue
+        if path == "-":
+            raise UsageError(
+                f"{option} - in a job of {world} ranks would interleave their outputs: write "
+                f"files ({option} {output.example}){output.remedy}"
+            )
+        if "{rank}" not in path:
+            raise UsageError(
+                f"{option} {path} in a job of {world} ranks: every rank writes its own, so put "
+                f"{{rank}} in the path ({option} {output.example}){output.remedy}"
+            )
+        placed.append(replace(output, path=_for_rank(path, rank)))
+    _refuse_shared_by_ranks(outputs, world)
+    return placed
+
+
+def _refuse_shared_by_ranks(outputs: Sequence[_Output], world: int) -> None:
+    """Refuse paths with ``{rank}`` that still name one file for two ranks."""
+    owners: dict[str, tuple[int, _Output, str]] = {}
+    for output in outputs:
+        if not output.path or output.path == "-":
+            continue
+        for rank in range(world) if output.every_rank else (0,):
+            path = _for_rank(output.path, rank) or ""
+            key = os.path.normcase(os.path.realpath(path))
+            first = owners.setdefault(key, (rank, output, path))
+            if first[0] != rank:  # one rank's own outputs are checked apart, with the inputs
+                other_rank, other, other_path = first
+                raise UsageError(
+                    f"{output.option} {output.path} of rank {rank} ({path}) is the same file as "
+                    f"{other.option} {other.path} of rank {other_rank} ({other_path}): every "
+                    "rank needs files of its own"
+                )
+
+
+def _job_place() -> tuple[int, int]:
+    """The rank of this process and the world size of its job; ``(0, 1)`` outside one.
+
+    An initialised default process group says; else ``RANK`` and ``WORLD_SIZE`` as ``torchrun``
+    sets them. ``torch.distributed`` is not imported for this: no group exists before it is.
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        return int(dist.get_rank()), int(dist.get_world_size())
+    try:
+        return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
+    except ValueError:
+        return 0, 1  # measure_workload names the bad variable
+
+
+def _refuse_in_job(command: str) -> None:
+    """Refuse to run ``command``, which cannot run per rank, in a job of several ranks."""
+    rank, world = _job_place()
+    if world > 1:
+        raise UsageError(
+            f"{command} cannot run per rank: this is rank {rank} of a job of {world} ranks "
+            "(torchrun, or WORLD_SIZE set), where every rank would run both workloads and write "
+            "the same outputs; run it in one process, without torchrun, or measure each workload "
+            "under torchrun (python -m torchscan measure ... --gather --json base.json) and "
+            "compare the reports with torchscan-report compare"
+        )
+
+
 def _check_outputs(*paths: str | None) -> None:
     """Refuse, before anything runs, an output whose folder is missing or that is a folder."""
     for path in paths:
@@ -135,6 +242,114 @@ def _check_outputs(*paths: str | None) -> None:
         folder = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(folder):
             raise UsageError(f"cannot write {path}: no such directory: {folder}")
+
+
+def _same_file(first: str, second: str) -> bool:
+    """Whether two paths name one file: one inode (hard links too) or one resolved path.
+
+    The null device is never one file with anything: writing it twice loses nothing.
+    """
+    try:
+        stats = os.stat(first), os.stat(second)
+    except OSError:
+        stats = None
+    if stats is not None:
+        if not os.path.samestat(*stats):
+            return False
+        try:
+            return not os.path.samestat(stats[0], os.stat(os.devnull))
+        except OSError:
+            return True
+    return os.path.normcase(os.path.realpath(first)) == os.path.normcase(os.path.realpath(second))
+
+
+def _refuse_clobbering(outputs: Sequence[_Output], inputs: Sequence[tuple[str, str]]) -> None:
+    """Refuse an output that is the same file as an input or as another output, or two ``-``.
+
+    ``inputs`` are ``(what, reference)`` pairs (``("the workload", "bench.py:workload")``): the
+    file a reference names, found without importing it, must not be overwritten.
+    """
+    from . import _references
+
+    files: list[tuple[str, str, bool]] = []  # (how it is named, path, whether an output)
+    for what, reference in inputs:
+        location = reference.rpartition(":")[0]
+        path = _references.location_file(location) if location else None
+        if path is not None:
+            files.append((f"{what} {reference}", path, False))
+    to_stdout: str | None = None
+    for output in outputs:
+        if not output.path:
+            continue
+        if output.path == "-":
+            if to_stdout is not None:
+                raise UsageError(
+                    f"{to_stdout} - and {output.option} - would both write to standard output: "
+                    "give one of them a file"
+                )
+            to_stdout = output.option
+            continue
+        named = f"{output.option} {output.path}"
+        for other, path, is_output in files:
+            if _same_file(output.path, path):
+                harm = "one would overwrite the other" if is_output else "it would be overwritten"
+                raise UsageError(
+                    f"{named} is the same file as {other}: {harm}; every output needs a file of "
+                    "its own, apart from the inputs"
+                )
+        files.append((named, output.path, True))
+
+
+def _checked_outputs(
+    outputs: Sequence[_Output], inputs: Sequence[tuple[str, str]], place: tuple[int, int]
+) -> dict[str, str | None]:
+    """Every output of this rank by option, ``{rank}`` replaced, checked before anything runs."""
+    placed = _place_outputs(outputs, *place)
+    _check_outputs(*(output.path for output in placed if not output.checked_apart))
+    _refuse_clobbering(placed, inputs)
+    return {output.option: output.path for output in placed}
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr(active: bool) -> Iterator[None]:
+    """While active, what the user's code prints goes to standard error, not standard output.
+
+    For ``--json -``, where standard output holds the JSON alone: Python's ``sys.stdout`` is
+    standard error and file descriptor 1 a copy of descriptor 2 (so writes of C code follow),
+    until the block ends, on every path; what was buffered is flushed to standard error first.
+    """
+    if not active:
+        yield
+        return
+    _flush_stdout()
+    saved_fd: int | None = None
+    try:
+        saved_fd = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # no descriptor 1 or 2: Python's streams are all there is to redirect
+        if saved_fd is not None:
+            os.close(saved_fd)
+            saved_fd = None
+    saved_stdout = sys.stdout
+    sys.stdout = sys.stderr
+    try:
+        yield
+    finally:
+        _flush_stdout()
+        sys.stdout = saved_stdout
+        if saved_fd is not None:
+            os.dup2(saved_fd, 1)
+            os.close(saved_fd)
+
+
+def _flush_stdout() -> None:
+    """Flush Python's standard output and C's stdio buffers (what C code printed)."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL(None).fflush(None)
 
 
 def _internal(filename: str) -> bool:
@@ -173,16 +388,20 @@ def _print_user_traceback(error: BaseException) -> None:
     traceback.print_exception(type(error), error, trace, file=sys.stderr)
 
 
-def _run_user_code(run: Callable[[], Any]) -> Any:
+def _run_user_code(run: Callable[[], Any], what: str = "the user's code") -> Any:
     """Call ``run`` (a measurement) and sort its exceptions by whose they are.
 
     A torchscan error raised while no user code was running is a usage error (exit 2); any
-    exception that came through the user's code is the user's (exit 1, with its traceback).
+    exception that came through the user's code is the user's (exit 1, with its traceback),
+    ``SystemExit`` included: ``what`` (``the workload bench.py:workload``) called ``sys.exit()``
+    while it ran, which must not end the command as if it had succeeded.
     """
     from .errors import DistributedMeasurementError, TorchscanError
 
     try:
         return run()
+    except SystemExit as error:
+        raise _UserCodeError(error, what) from None
     except DistributedMeasurementError as error:
         # Another rank died or hung: a failure of the run (exit 1), not of the command line.
         raise _UserCodeError(error) from None
@@ -200,16 +419,17 @@ def _demo(arguments: argparse.Namespace) -> int:
     from .workload import measure_workload
 
     _check_html(arguments.html)
-    _check_outputs(arguments.json, arguments.html)
-    to_stdout = arguments.json == "-"  # the report alone on standard output, as for measure
+    paths = _checked_outputs(
+        [_Output("--json", arguments.json), _Output("--html", arguments.html)], [], _job_place()
+    )
+    json_path, html_path = paths["--json"], paths["--html"]
+    to_stdout = json_path == "-"  # the report alone on standard output, as for measure
     if not to_stdout:
         _emit(
             "torchscan demo: measuring the README workload, torch.nn.Linear(128, 128) on a "
             "(32, 128) float32 input on cpu, with the default passes (latency, operator FLOPs, "
             "tensor memory); the report goes to "
-            f"{arguments.json}"
-            + (f" and its page to {arguments.html}." if arguments.html else ".")
-            + "\n"
+            f"{json_path}" + (f" and its page to {html_path}." if html_path else ".") + "\n"
         )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -234,11 +454,12 @@ def _demo(arguments: argparse.Namespace) -> int:
         torch.set_num_threads(threads)
     if not to_stdout:
         _print_summary(report)
-    _write_json(arguments.json, report)
-    if arguments.html:
+    if json_path is not None:
+        _write_json(json_path, report)
+    if html_path:
         from .render import render_report
 
-        _write_output(arguments.html, render_report(report).encode("utf-8"))
+        _write_output(html_path, render_report(report).encode("utf-8"))
     return 0
 
 
@@ -248,44 +469,31 @@ def _print_summary(report: Any) -> None:
     _emit(format_summary(report))
 
 
-def _module_from_file(location: str) -> Any:
-    """Import the Python file ``location`` under a private module name."""
-    import importlib.util
+def _import_location(location: str) -> Any:
+    """The module the left side of a reference names, imported by the one loader.
 
-    path = Path(location).resolve()
-    if not path.exists():
-        raise UsageError(f"no such file: {location}")
-    if not path.is_file():
-        raise UsageError(f"not a Python file: {location}")
-    name = f"_torchscan_workload_{path.stem}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise UsageError(f"cannot import {location}: not a Python file")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    sys.path.insert(0, str(path.parent))
-    try:
-        spec.loader.exec_module(module)
-    except Exception as error:
-        sys.modules.pop(spec.name, None)
-        raise _UserCodeError(error) from None
-    return module
+    A path (``path/to/file.py``) is imported once per process under a private name, with its
+    folder first on ``sys.path`` while it is imported (see :mod:`torchscan._references`); a
+    dotted name is imported as ``import`` does.
+    """
+    from . import _references
 
-
-def _module_by_name(location: str) -> Any:
-    """Import the module ``location`` (``package.module``)."""
-    import importlib
-
-    if not all(part.isidentifier() for part in location.split(".")):
+    if not _references.is_file_location(location) and not all(
+        part.isidentifier() for part in location.split(".")
+    ):
         raise UsageError(f"not a module name or a .py file: {location!r}")
     try:
-        return importlib.import_module(location)
+        if _references.is_file_location(location):
+            return _references.import_file(location)
+        return _references.import_module(location)
+    except _references.LoaderError as error:
+        raise UsageError(_one_line(str(error))) from None
     except ModuleNotFoundError as error:
-        missing = error.name or ""
-        if missing and (location == missing or location.startswith(missing + ".")):
+        missing = _references.missing_module(error, location)
+        if missing is not None:
             raise UsageError(f"no module named {missing!r}") from None
         raise _UserCodeError(error) from None  # the module exists; an import inside it failed
-    except Exception as error:
+    except Exception as error:  # the module exists; its own code failed
         raise _UserCodeError(error) from None
 
 
@@ -308,16 +516,18 @@ def _load_attribute(reference: str, form: str) -> Any:
     parts = attribute.split(".")
     if not separator or not location or not all(part.isidentifier() for part in parts):
         raise UsageError(f"{form}, got {reference!r}")
-    if location.endswith(".py") or os.sep in location:
-        module = _module_from_file(location)
-    else:
-        module = _module_by_name(location)
+    module = _import_location(location)
     target: Any = module
     for part in parts:
         try:
             target = getattr(target, part)
         except AttributeError:
             raise UsageError(f"{location} has no attribute {attribute!r}") from None
+        except (SystemExit, KeyboardInterrupt) as error:  # a module-level __getattr__'s
+            raise UsageError(
+                f"reading {attribute!r} of {location} raised {type(error).__name__}"
+                + (f"({error.code!r})" if isinstance(error, SystemExit) else "")
+            ) from None
         except Exception as error:  # a module-level __getattr__ or property of the user's
             raise _UserCodeError(error) from None
     return target
@@ -348,15 +558,13 @@ def _check_workload_options(arguments: argparse.Namespace) -> None:
         raise UsageError(_one_line(str(error))) from None
 
 
-def _check_profiler_trace(arguments: argparse.Namespace) -> None:
-    """``--profiler-trace``, checked as ``measure_workload`` checks ``profiler_trace``."""
+def _check_profiler_trace(arguments: argparse.Namespace, path: str | None) -> None:
+    """``--profiler-trace`` (``path``, ``{rank}`` replaced), checked as ``profiler_trace`` is."""
     from ._pipeline import check_metrics, check_profiler_trace
     from .errors import InvalidArgumentError
 
-    if arguments.profiler_trace == "-":
-        raise UsageError("--profiler-trace needs a file name; '-' (standard output) is refused")
     try:
-        check_profiler_trace(arguments.profiler_trace, check_metrics(_metrics_of(arguments)))
+        check_profiler_trace(path, check_metrics(_metrics_of(arguments)))
     except InvalidArgumentError as error:
         raise UsageError(_one_line(str(error))) from None
 
@@ -409,9 +617,12 @@ def _measure(arguments: argparse.Namespace) -> int:
     from .workload import measure_workload
 
     _check_html(arguments.html)
-    _check_outputs(arguments.json, arguments.html)
+    if arguments.profiler_trace == "-":
+        raise UsageError("--profiler-trace needs a file name; '-' (standard output) is refused")
+    place = _job_place()
+    paths = _measure_outputs(arguments, place)
     _check_workload_options(arguments)
-    _check_profiler_trace(arguments)
+    _check_profiler_trace(arguments, paths["--profiler-trace"])
     from .errors import InvalidArgumentError
     from .workload import check_rank_timeout
 
@@ -420,72 +631,59 @@ def _measure(arguments: argparse.Namespace) -> int:
     except InvalidArgumentError as error:
         raise UsageError(_one_line(str(error))) from None
     peak = _peak_of(arguments)
-    workload = _load_reference(arguments.workload)
-    rank, world = _job_place()
-    json_path, html_path = _rank_outputs(arguments, rank, world)
-    report = _run_user_code(
-        lambda: measure_workload(
-            workload,
-            **_timing_options(arguments),
-            profiler_trace=arguments.profiler_trace,
-            gather=arguments.gather,
-            rank_timeout_s=arguments.rank_timeout,
-            peak=peak,
+    with _stdout_to_stderr(paths["--json"] == "-"):
+        workload = _load_reference(arguments.workload)
+        if _job_place() != place:
+            # The module's import joined a process group of its own: its rank is the one.
+            place = _job_place()
+            paths = _measure_outputs(arguments, place)
+            _check_profiler_trace(arguments, paths["--profiler-trace"])
+        report = _run_user_code(
+            lambda: measure_workload(
+                workload,
+                **_timing_options(arguments),
+                profiler_trace=paths["--profiler-trace"],
+                gather=arguments.gather,
+                rank_timeout_s=arguments.rank_timeout,
+                peak=peak,
+            ),
+            f"the workload {arguments.workload}",
         )
-    )
-    writes = not (arguments.gather and rank != 0)
-    if json_path != "-" and rank == 0:
+    json_path, html_path = paths["--json"], paths["--html"]
+    if json_path != "-" and place[0] == 0:
         _print_summary(report)
-    if json_path is not None and writes:
+    if json_path is not None:
         _write_json(json_path, report)
-    if html_path and writes:
+    if html_path:
         from .render import render_report
 
         _write_output(html_path, render_report(report).encode("utf-8"))
     return 0
 
 
-def _job_place() -> tuple[int, int]:
-    """The rank of this process and the world size of its job; ``(0, 1)`` outside one."""
-    import torch.distributed as dist
+def _measure_outputs(
+    arguments: argparse.Namespace, place: tuple[int, int]
+) -> dict[str, str | None]:
+    """``--json``, ``--html`` and ``--profiler-trace`` of this rank, checked.
 
-    if dist.is_available() and dist.is_initialized():
-        return int(dist.get_rank()), int(dist.get_world_size())
-    try:
-        return int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
-    except ValueError:
-        return 0, 1  # measure_workload names the bad variable
-
-
-def _rank_outputs(
-    arguments: argparse.Namespace, rank: int, world: int
-) -> tuple[str | None, str | None]:
-    """The ``--json`` and ``--html`` paths of this rank, ``{rank}`` replaced by its rank.
-
-    In a job of several ranks each rank writes its own report unless ``--gather`` has rank 0
-    write the merged one, so a path without ``{rank}`` would have the ranks overwrite each
-    other: it is refused, as is ``--json -`` (the ranks' outputs would interleave).
+    In a job of several ranks, each rank writes its own report unless ``--gather`` has rank 0
+    write the merged one (the other ranks then write none), and every rank writes its own trace,
+    with ``--gather`` too: the merged report keeps each rank's report, which names its trace.
     """
-    paths = (arguments.json, arguments.html)
-    if world <= 1 or arguments.gather:
-        # Rank 0 writes (the merged report with --gather): {rank} is its rank.
-        first, second = (path.replace("{rank}", str(rank)) if path else path for path in paths)
-        return first, second
-    for option, path in (("--json", arguments.json), ("--html", arguments.html)):
-        if path == "-":
-            raise UsageError(
-                f"{option} - in a job of {world} ranks would interleave their reports: write "
-                f"files ({option} rank{{rank}}.json), or pass --gather so that rank 0 writes "
-                "the merged report"
-            )
-        if path and "{rank}" not in path:
-            raise UsageError(
-                f"{option} {path} in a job of {world} ranks: every rank writes its own report, "
-                f"so put {{rank}} in the path ({option} rank{{rank}}.json), or pass --gather so "
-                "that rank 0 writes the merged report"
-            )
-    json_path, html_path = (path.replace("{rank}", str(rank)) if path else path for path in paths)
-    return json_path, html_path
+    gather = ", or pass --gather so that rank 0 writes the merged report"
+    report_rank = not arguments.gather
+    outputs = [
+        _Output("--json", arguments.json, report_rank, remedy=gather),
+        _Output("--html", arguments.html, report_rank, remedy=gather),
+        _Output(
+            "--profiler-trace",
+            arguments.profiler_trace,
+            example="trace{rank}.json",
+            remedy="; --gather gathers the reports, not the traces",
+            checked_apart=True,
+        ),
+    ]
+    return _checked_outputs(outputs, [("the workload", arguments.workload)], place)
 
 
 def _timing_options(arguments: argparse.Namespace) -> dict[str, Any]:
@@ -507,15 +705,19 @@ def _compare(arguments: argparse.Namespace) -> int:
     from .errors import InvalidArgumentError
     from .experiment import compare_workloads
 
-    outputs = (
-        arguments.json,
-        arguments.html,
-        arguments.baseline_json,
-        arguments.candidate_json,
-        arguments.check_json,
-    )
+    _refuse_in_job(f"{PROG} compare")
     _check_html(arguments.html)
-    _check_outputs(*outputs)
+    paths = _checked_outputs(
+        [
+            _Output("--json", arguments.json),
+            _Output("--html", arguments.html),
+            _Output("--baseline-json", arguments.baseline_json),
+            _Output("--candidate-json", arguments.candidate_json),
+            _Output("--check-json", arguments.check_json),
+        ],
+        [("the baseline", arguments.baseline), ("the candidate", arguments.candidate)],
+        (0, 1),
+    )
     _check_workload_options(arguments)
     try:
         check_comparison_options(0.95, 2000, arguments.seed, arguments.min_effect)
@@ -525,34 +727,42 @@ def _compare(arguments: argparse.Namespace) -> int:
         _tolerance("atol", arguments.atol)
     except InvalidArgumentError as error:
         raise UsageError(_one_line(str(error))) from None
-    baseline = _load_reference(arguments.baseline)
-    candidate = _load_reference(arguments.candidate)
-    experiment = _run_user_code(
-        lambda: compare_workloads(
-            baseline,
-            candidate,
-            rtol=arguments.rtol,
-            atol=arguments.atol,
-            equal_nan=arguments.equal_nan,
-            check_dtype=arguments.check_dtype,
-            **_timing_options(arguments),
-            min_effect=arguments.min_effect,
-            seed=arguments.seed,
+    to_stdout = "-" in paths.values()  # one JSON document alone on standard output
+    with _stdout_to_stderr(to_stdout):
+        baseline = _load_reference(arguments.baseline)
+        candidate = _load_reference(arguments.candidate)
+        # A module that joined a process group of its own at import: still one process only.
+        _refuse_in_job(f"{PROG} compare")
+        experiment = _run_user_code(
+            lambda: compare_workloads(
+                baseline,
+                candidate,
+                rtol=arguments.rtol,
+                atol=arguments.atol,
+                equal_nan=arguments.equal_nan,
+                check_dtype=arguments.check_dtype,
+                **_timing_options(arguments),
+                min_effect=arguments.min_effect,
+                seed=arguments.seed,
+            ),
+            f"the baseline {arguments.baseline} or the candidate {arguments.candidate}",
         )
-    )
-    if arguments.json != "-":
+    json_path = paths["--json"]
+    if not to_stdout:
         _print_summary(experiment.comparison)
-    if arguments.json is not None:
-        _write_json(arguments.json, experiment.comparison)
-    if arguments.html:
+    if json_path is not None:
+        _write_json(json_path, experiment.comparison)
+    html_path = paths["--html"]
+    if html_path:
         from .render import render_report
 
-        _write_output(arguments.html, render_report(experiment.comparison).encode("utf-8"))
-    for path, report in (
-        (arguments.baseline_json, experiment.baseline),
-        (arguments.candidate_json, experiment.candidate),
-        (arguments.check_json, experiment.check),
+        _write_output(html_path, render_report(experiment.comparison).encode("utf-8"))
+    for option, report in (
+        ("--baseline-json", experiment.baseline),
+        ("--candidate-json", experiment.candidate),
+        ("--check-json", experiment.check),
     ):
+        path = paths[option]
         if path:
             _write_json(path, report)
     return 1 if experiment.comparison["check"]["status"] == "failed" else 0
@@ -635,7 +845,7 @@ def _model_of(reference: str) -> Any:
                 f"{reference} takes arguments {signature}; name a torch.nn.Module, or a "
                 "function or class that returns one when called with no arguments"
             ) from None
-    model = _run_user_code(target)
+    model = _run_user_code(target, f"the model {reference}")
     if not isinstance(model, torch.nn.Module):
         raise UsageError(f"{reference}() returned a {type(model).__name__}, not a torch.nn.Module")
     return model
@@ -750,7 +960,12 @@ def _summary(arguments: argparse.Namespace) -> int:
     from .errors import IncompleteAnalysisError, InvalidArgumentError
 
     _check_html(arguments.html)
-    _check_outputs(arguments.json, arguments.html)
+    paths = _checked_outputs(
+        [_Output("--json", arguments.json), _Output("--html", arguments.html)],
+        [("the model", arguments.model)],
+        _job_place(),
+    )
+    json_path, html_path = paths["--json"], paths["--html"]
     shapes: list[tuple[int, ...]] = arguments.input_shape or arguments.input_size
     dtype = _dtypes(arguments.dtype, len(shapes))
     if arguments.depth is not None and arguments.depth < 0:
@@ -763,7 +978,9 @@ def _summary(arguments: argparse.Namespace) -> int:
         except InvalidArgumentError as error:
             raise UsageError(_as_flags(_one_line(str(error)))) from None
     columns = _col_names(arguments.col_names)
-    model = _model_of(arguments.model)
+    to_stdout = json_path == "-"
+    with _stdout_to_stderr(to_stdout):
+        model = _model_of(arguments.model)
     keyword = "input_shape" if arguments.input_shape else "input_size"
     inputs: dict[str, Any] = {keyword: shapes[0] if len(shapes) == 1 else shapes}
     table = io.StringIO()
@@ -789,17 +1006,18 @@ def _summary(arguments: argparse.Namespace) -> int:
         return report, None
 
     try:
-        report, incomplete = _run_user_code(analyse)
+        with _stdout_to_stderr(to_stdout):
+            report, incomplete = _run_user_code(analyse, f"the model {arguments.model}")
     except UsageError as error:
         raise UsageError(_as_flags(str(error))) from None
-    if arguments.json != "-":
+    if not to_stdout:
         _emit(table.getvalue())
-    if arguments.json is not None:
-        _write_json(arguments.json, report)
-    if arguments.html:
+    if json_path is not None:
+        _write_json(json_path, report)
+    if html_path:
         from .render import render_report
 
-        _write_output(arguments.html, render_report(report).encode("utf-8"))
+        _write_output(html_path, render_report(report).encode("utf-8"))
     if incomplete is not None:
         listed = ", ".join(f"{name} ({status})" for name, status in incomplete.metrics)
         _say(
@@ -1134,6 +1352,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except _UserCodeError as failure:
         _print_user_traceback(failure.error)
+        if isinstance(failure.error, SystemExit):
+            _say(
+                f"{command}: error: {failure.what} raised SystemExit({failure.error.code!r}) "
+                "while it ran (it called sys.exit() or exit()): the code measured or analysed "
+                "must return; nothing was written"
+            )
         return 1
 
 
