@@ -183,7 +183,13 @@ fn distributed_section(report: &BenchmarkReport) -> Option<Section> {
     let timing = report.timing.as_ref();
     match timing.and_then(|t| t.barrier_waits_s.as_deref()) {
         Some(waits) => {
-            let mut total = number_fact("Barrier waits", waits.iter().sum(), "s");
+            let sum: f64 = waits.iter().sum();
+            // Each wait is finite in a valid report; their sum need not be.
+            let mut total = if sum.is_finite() {
+                number_fact("Barrier waits", sum, "s")
+            } else {
+                fact("Barrier waits", "a total beyond the range of a float")
+            };
             total.value = format!("{} over {}", total.value, plural(waits.len(), "block"));
             facts.push(total);
         }

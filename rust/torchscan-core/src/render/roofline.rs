@@ -293,6 +293,32 @@ fn roofline_chart(roof: &Roofline) -> RooflineChart {
     }
 }
 
+/// The share of the roof at the workload's intensity that its achieved rate reaches, as a
+/// percentage, or why there is none: with no FLOPs counted the roof there is 0 (0 FLOP/B on the
+/// bandwidth slope) and a share of it means nothing; a share beyond the range of a float is not
+/// a number either.
+fn share_of_roof(
+    intensity: KnownNumber,
+    achieved: KnownNumber,
+    roof_there: f64,
+) -> Result<String, String> {
+    if intensity.value == 0.0 {
+        return Err("no FLOPs were counted (operator FLOPs are 0)".into());
+    }
+    if roof_there <= 0.0 {
+        return Err(format!(
+            "the roof there is {}",
+            readable_number(roof_there, "FLOP/s")
+        ));
+    }
+    let percent = achieved.value / roof_there * 100.0;
+    if percent.is_finite() {
+        Ok(percent_text(achieved.value / roof_there))
+    } else {
+        Err("the achieved rate over the roof there is beyond the range of a float".into())
+    }
+}
+
 /// The roofline in words: the roofs, where the workload sits and which roof binds it.
 fn roofline_caption(roof: &Roofline) -> String {
     let mut caption = format!(
@@ -314,16 +340,24 @@ fn roofline_caption(roof: &Roofline) -> String {
                 roof.bound.words()
             ));
             match roof.bound {
-                Bound::Compute | Bound::Memory => caption.push_str(&format!(
-                    ": its roof there is {}, of which it reaches {}{}.",
-                    readable_number(roof_there, "FLOP/s"),
-                    if achieved.lower_bound {
-                        "at least "
-                    } else {
-                        ""
-                    },
-                    percent_text(achieved.value / roof_there)
-                )),
+                Bound::Compute | Bound::Memory => {
+                    caption.push_str(&format!(
+                        ": its roof there is {}",
+                        readable_number(roof_there, "FLOP/s")
+                    ));
+                    match share_of_roof(intensity, achieved, roof_there) {
+                        Ok(share) => caption.push_str(&format!(
+                            ", of which it reaches {}{share}.",
+                            if achieved.lower_bound {
+                                "at least "
+                            } else {
+                                ""
+                            }
+                        )),
+                        Err(why) => caption
+                            .push_str(&format!("; the share of it reached is unavailable: {why}.")),
+                    }
+                }
                 Bound::Unknown(_) => caption.push('.'),
             }
             if achieved.value > roof_there && !intensity.lower_bound {
@@ -478,6 +512,76 @@ pub(super) fn hardware_section(report: &BenchmarkReport) -> Option<Section> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn whole(value: f64) -> Option<KnownNumber> {
+        Some(KnownNumber {
+            value,
+            lower_bound: false,
+        })
+    }
+
+    /// A roofline of 1 TFLOP/s and 100 GB/s, both declared, with the workload at `intensity`
+    /// and `achieved`.
+    fn declared_roof(intensity: f64, achieved: f64, bandwidth: f64) -> Roofline {
+        let ridge_point = 1.0e12 / bandwidth;
+        Roofline {
+            peak_flop_rate: 1.0e12,
+            flop_rate_origin: Some(PeakOrigin::Declared),
+            peak_bandwidth: bandwidth,
+            bandwidth_origin: Some(PeakOrigin::Declared),
+            ridge_point,
+            intensity: whole(intensity),
+            intensity_missing: None,
+            achieved: whole(achieved),
+            bound: crate::roofline::bound(whole(intensity), ridge_point, None),
+        }
+    }
+
+    #[test]
+    fn a_workload_without_flops_has_no_share_of_its_roof() {
+        // 0 FLOP/B puts the roof there at 0 FLOP/s: 0 / 0 once printed `NaN%`.
+        let caption = roofline_caption(&declared_roof(0.0, 0.0, 1.0e11));
+        assert_eq!(
+            caption,
+            "Roofline of the peak used: compute ceiling 1.000 TFLOP/s (declared), bandwidth slope \
+             100.0 GB/s (declared), ridge point 10 FLOP/B. The workload, at 0 FLOP/B and 0 \
+             FLOP/s, is memory-bound: its roof there is 0 FLOP/s; the share of it reached is \
+             unavailable: no FLOPs were counted (operator FLOPs are 0)."
+        );
+        let chart = roofline_chart(&declared_roof(0.0, 0.0, 1.0e11));
+        assert!(chart.point.is_none());
+        for label in &chart.labels {
+            assert!(!label.text.contains("NaN") && !label.text.contains("inf"));
+        }
+    }
+
+    #[test]
+    fn a_share_beyond_the_float_range_is_unavailable() {
+        // A roof of 1e-320 FLOP/s there (subnormal) under an achieved 1 GFLOP/s: the ridge point
+        // (1e212 FLOP/B) is a float, the share (1e329) is not.
+        let roof = declared_roof(1.0e-120, 1.0e9, 1.0e-200);
+        assert!(roof.ridge_point.is_finite());
+        let caption = roofline_caption(&roof);
+        assert!(
+            !caption.contains("inf") && !caption.contains("NaN"),
+            "{caption}"
+        );
+        assert!(
+            caption.ends_with(
+                "the share of it reached is unavailable: the achieved rate over the roof there \
+                 is beyond the range of a float. It is above the roof there: the peak it is \
+                 compared with is below what it reaches, or operator bytes overcount its memory \
+                 traffic (caches and fused kernels keep data on chip)."
+            ),
+            "{caption}"
+        );
+        // A workload on its roof reaches 100%.
+        let caption = roofline_caption(&declared_roof(2.0, 2.0e11, 1.0e11));
+        assert!(
+            caption.ends_with("its roof there is 200.0 GFLOP/s, of which it reaches 100.0%."),
+            "{caption}"
+        );
+    }
 
     #[test]
     fn decades_bracket_a_value() {

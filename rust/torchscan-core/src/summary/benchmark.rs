@@ -200,6 +200,9 @@ fn known_text(known: KnownNumber, unit: &str) -> String {
 fn share_text(utilization: Option<&MetricResult>, peak: &MetricResult, origin: String) -> String {
     match utilization {
         Some(metric) => match (KnownNumber::of(metric), peak.value) {
+            (Some(share), Some(_)) if !(share.value * 100.0).is_finite() => {
+                " (no share of a peak: the percentage is beyond the range of a float)".to_owned()
+            }
             (Some(share), Some(peak_value)) => format!(
                 " ({}{} of {}, {origin})",
                 if share.lower_bound { "at least " } else { "" },
@@ -262,15 +265,26 @@ fn summarize_rates(out: &mut String, report: &BenchmarkReport, peak: &HardwarePe
     if let Some(bytes) = &m.operator_bytes {
         let per_second = match (KnownNumber::of(bytes), KnownNumber::of(&m.latency)) {
             (Some(bytes), Some(latency)) if latency.value > 0.0 && !latency.lower_bound => {
-                Some(KnownNumber {
-                    value: bytes.value / latency.value,
-                    lower_bound: bytes.lower_bound,
-                })
+                let value = bytes.value / latency.value;
+                if value.is_finite() {
+                    Ok(KnownNumber {
+                        value,
+                        lower_bound: bytes.lower_bound,
+                    })
+                } else {
+                    Err(Some(
+                        "metrics.operator_bytes / metrics.latency is beyond the range of a float",
+                    ))
+                }
             }
-            _ => None,
+            _ => Err(m
+                .bandwidth_utilization
+                .as_ref()
+                .and_then(|metric| metric.reason.as_deref())
+                .or(bytes.reason.as_deref())),
         };
         let text = match per_second {
-            Some(rate) => format!(
+            Ok(rate) => format!(
                 "{}{}",
                 known_text(rate, "B/s"),
                 share_text(
@@ -279,15 +293,7 @@ fn summarize_rates(out: &mut String, report: &BenchmarkReport, peak: &HardwarePe
                     origin_words(peak.bandwidth_origin, "measured copy bandwidth"),
                 )
             ),
-            None => format!(
-                "unavailable{}",
-                reason_suffix(
-                    m.bandwidth_utilization
-                        .as_ref()
-                        .and_then(|metric| metric.reason.as_deref())
-                        .or(bytes.reason.as_deref())
-                )
-            ),
+            Err(reason) => format!("unavailable{}", reason_suffix(reason)),
         };
         push_line(out, 2, &format!("Operator bandwidth: {text}"));
         push_line(
@@ -378,6 +384,17 @@ fn summarize_rates(out: &mut String, report: &BenchmarkReport, peak: &HardwarePe
     }
 }
 
+/// The sum of `values` as a readable number, or words that say it is beyond the range of a
+/// float (each value is finite in a valid report, their sum need not be).
+fn total_text(values: &[f64], unit: &str) -> String {
+    let total: f64 = values.iter().sum();
+    if total.is_finite() {
+        display_number(total, unit)
+    } else {
+        "a total beyond the range of a float".to_owned()
+    }
+}
+
 /// In a distributed job: `Distributed: rank 1 of 2 (local rank 1), backend gloo, host a, the
 /// caller's process group; barrier waits 3.000 ms over 4 blocks; 2 collectives per call`.
 fn distributed_line(report: &BenchmarkReport) -> Option<String> {
@@ -395,7 +412,7 @@ fn distributed_line(report: &BenchmarkReport) -> Option<String> {
     match timing.and_then(|t| t.barrier_waits_s.as_deref()) {
         Some(waits) => line.push_str(&format!(
             "; barrier waits {} over {}",
-            display_number(waits.iter().sum(), "s"),
+            total_text(waits, "s"),
             plural(waits.len(), "block")
         )),
         None => line.push_str("; barrier waits not recorded"),
@@ -430,4 +447,18 @@ pub(super) fn summarize_peak_memory(out: &mut String, report: &PeakMemoryReport)
         }
     }
     push_diagnostics(out, &report.diagnostics);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::total_text;
+
+    #[test]
+    fn a_sum_past_the_float_range_is_words_not_inf() {
+        assert_eq!(total_text(&[0.125, 0.5], "s"), "625.000 ms");
+        assert_eq!(
+            total_text(&[f64::MAX, f64::MAX], "s"),
+            "a total beyond the range of a float"
+        );
+    }
 }
