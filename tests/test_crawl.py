@@ -1500,3 +1500,63 @@ def test_a_call_left_open_is_assembled_as_unfinished() -> None:
     assert linear["parameters"]["trainable"] == 6 and root["parameters"]["trainable"] == 0
     assert totals is not None and totals["module_flops"]["status"] == "partial"
     assert (by_module, diagnostics, tallies) == ([], [], [])
+
+
+def _conv_linear(batch_norm: bool) -> nn.Module:
+    torch.manual_seed(0)
+    norm: list[nn.Module] = [nn.BatchNorm2d(8)] if batch_norm else []
+    return nn.Sequential(
+        nn.Conv2d(3, 8, 3), *norm, nn.ReLU(), nn.Flatten(), nn.Linear(8 * 6 * 6, 10)
+    ).eval()
+
+
+def test_dtypes_under_autocast_are_the_ones_the_forward_computed_in() -> None:
+    x = torch.randn(2, 3, 8, 8)
+    model = _conv_linear(batch_norm=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        report = crawl_module(model, args=(x,))
+        structure = crawl_module(model, args=(x,), mode="structure")
+        with torch.no_grad():
+            flops = torchscan.measure_flops(lambda: model(x), modules=model)
+    # Every module returns bfloat16, the FLOPs are bfloat16's; batch norm keeps its statistics
+    # in float32, the weights and the input are float32.
+    assert flops["context"]["dtypes"] == ["torch.bfloat16", "torch.float32"]
+    assert report["context"]["dtypes"] == flops["context"]["dtypes"]
+    assert structure["context"]["dtypes"] == flops["context"]["dtypes"]
+    assert {layer["output"]["dtype"] for layer in report["layers"]} == {"torch.bfloat16"}
+    assert torchscan.validate_report(report) == "analysis"
+    assert report["context"]["flags"]["autocast"] == {"cpu": "torch.bfloat16"}
+
+
+def test_dtypes_under_autocast_list_the_parameters_dtype_after_the_computed_one() -> None:
+    x = torch.randn(2, 3, 8, 8)
+    model = _conv_linear(batch_norm=False)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        report = crawl_module(model, args=(x,))
+        with torch.no_grad():
+            flops = torchscan.measure_flops(lambda: model(x), modules=model)
+    # No operator returns float32: the operator counter sees bfloat16 alone; the analysis also
+    # knows the float32 parameters and input, which follow the dtype computed in.
+    assert flops["context"]["dtypes"] == ["torch.bfloat16"]
+    assert report["context"]["dtypes"] == ["torch.bfloat16", "torch.float32"]
+    # Without autocast nothing changes.
+    assert crawl_module(model, args=(x,))["context"]["dtypes"] == ["torch.float32"]
+    assert crawl_module(model.double(), args=(x.double(),))["context"]["dtypes"] == [
+        "torch.float64"
+    ]
+
+
+class _ToDouble(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.double()
+
+
+def test_dtypes_come_largest_flop_share_first_as_measure_flops_ranks_them() -> None:
+    # 128 FLOPs in float32, then 8,192 in float64: float64 first, not float32 by name.
+    model = nn.Sequential(nn.Linear(8, 8), _ToDouble(), nn.Linear(8, 512).double()).eval()
+    x = torch.randn(1, 8)
+    report = crawl_module(model, args=(x,))
+    with torch.no_grad():
+        flops = torchscan.measure_flops(lambda: model(x), modules=model)
+    assert flops["context"]["dtypes"] == ["torch.float64", "torch.float32"]
+    assert report["context"]["dtypes"] == flops["context"]["dtypes"]

@@ -322,6 +322,12 @@ class Assembly:
     def diagnostics(self) -> list[Any]: ...
     @property
     def tallies(self) -> list[FormulaTally]: ...
+    @property
+    def output_dtypes(self) -> list[tuple[str, int]]:
+        """The floating dtypes the module calls returned, with their calls' own operator FLOPs.
+
+        By name, in the order met; the FLOPs are 0 in structure mode.
+        """
 
 @final
 class Assembler:

@@ -138,9 +138,21 @@ def _device_names(model_devices: Iterable[Any], inputs: Iterable[Any]) -> list[s
     return sorted({str(device) for device in (*model_devices, *(t.device for t in inputs))})
 
 
-def _model_dtypes(parameter_dtypes: set[Any], inputs: Iterable[Any]) -> list[Any]:
-    dtypes = parameter_dtypes | {t.dtype for t in inputs if t.is_floating_point()}
-    return sorted(dtypes, key=dtype_name)
+def _model_dtypes(
+    computed: list[tuple[str, int]], parameter_dtypes: set[Any], inputs: Iterable[Any]
+) -> list[str]:
+    """The report's ``context.dtypes``: the dtypes the forward computed in first, then the others.
+
+    ``computed`` holds the floating dtypes the module calls returned with the FLOPs of the
+    operators those calls ran themselves (``Assembly.output_dtypes``): they come first, the
+    largest FLOP share first, then by name, as ``measure_flops`` ranks the dtypes of the same
+    forward. The parameters' and floating inputs' dtypes not among them follow, by name (under
+    ``torch.autocast``, float32 weights computed in bfloat16).
+    """
+    ranked = [name for name, _ in sorted(computed, key=lambda found: (-found[1], found[0]))]
+    others = {dtype_name(dtype) for dtype in parameter_dtypes}
+    others.update(dtype_name(t.dtype) for t in inputs if t.is_floating_point())
+    return ranked + sorted(others.difference(ranked))
 
 
 def _structure_operator_flops() -> OperatorFlops:
@@ -270,6 +282,7 @@ def _analyse(
         assembly.diagnostics,
         operator_flops,
         operator_diagnostics,
+        assembly.output_dtypes,
     )
     if memory is not None:
         report["totals"]["tensor_memory_peak"] = memory[0]
@@ -293,9 +306,10 @@ def _build_report(
     module_diagnostics: list[Diagnostic],
     operator_flops: OperatorFlops,
     operator_diagnostics: list[Diagnostic],
+    computed_dtypes: list[tuple[str, int]],
 ) -> AnalysisReport:
     storage, shared_names = _totals_storage(walked)
-    dtypes = _model_dtypes(set(walked.dtypes), inputs)
+    dtypes = _model_dtypes(computed_dtypes, set(walked.dtypes), inputs)
     diagnostics: list[Diagnostic] = []
     if shared_names:
         diagnostics.append(
@@ -342,6 +356,7 @@ def _build_report(
             flags=flags,
             execution_mode="evaluation_no_grad",
             devices=_device_names(walked.devices, inputs),
+            ranked=True,
         ),
         "diagnostics": diagnostics,
         "mode": "full" if full else "structure",

@@ -354,6 +354,110 @@ pub struct Assembly {
     pub diagnostics: Py<PyList>,
     /// Per operator entry with deferred formulas, what they came to.
     pub tallies: Vec<Py<FormulaTally>>,
+    /// The floating-point dtypes the module calls returned, by name, in the order met, each
+    /// with the FLOPs of the operators the calls returning it ran themselves (0 in structure
+    /// mode): what the forward computed in, with its share of the work.
+    pub output_dtypes: Vec<(Py<PyString>, u128)>,
+}
+
+/// The floating-point dtypes of the module calls' outputs (see [`Assembly::output_dtypes`]),
+/// read from the layers' output metadata. Whether a dtype is a floating-point one is asked of
+/// the dtype once per name.
+struct OutputDtypes<'py> {
+    /// Name, FLOPs, and whether the dtype is a floating-point one.
+    found: Vec<(Bound<'py, PyString>, u128, bool)>,
+    /// The dtypes by name, as `describe` names them (a dtype's name is `str(dtype)`).
+    dtype_names: Bound<'py, PyDict>,
+}
+
+impl<'py> OutputDtypes<'py> {
+    /// Notes the dtypes of one call's output metadata; its own operators' FLOPs count for the
+    /// first floating-point one (the precision it computed in).
+    fn note(&mut self, output: &Bound<'py, PyAny>, flops: u128) -> PyResult<()> {
+        let mut first = true;
+        self.walk(output, flops, &mut first, 0)
+    }
+
+    fn walk(
+        &mut self,
+        meta: &Bound<'py, PyAny>,
+        flops: u128,
+        first: &mut bool,
+        depth: usize,
+    ) -> PyResult<()> {
+        // Metadata nests as deep as the value it describes, which `describe` bounds; this bound
+        // only keeps a malformed one from recursing without end.
+        if depth > 64 {
+            return Ok(());
+        }
+        let py = meta.py();
+        if let Ok(dict) = meta.cast::<PyDict>() {
+            if let Some(kind) = dict.get_item(intern!(py, "kind"))?
+                && kind.eq(intern!(py, "tensor"))?
+            {
+                if let Some(name) = dict.get_item(intern!(py, "dtype"))?
+                    && let Ok(name) = name.cast_into::<PyString>()
+                {
+                    self.add(name, flops, first)?;
+                }
+                return Ok(());
+            }
+            for (_, value) in dict.iter() {
+                self.walk(&value, flops, first, depth + 1)?;
+            }
+        } else if let Ok(list) = meta.cast::<PyList>() {
+            for item in list.iter() {
+                self.walk(&item, flops, first, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn add(&mut self, name: Bound<'py, PyString>, flops: u128, first: &mut bool) -> PyResult<()> {
+        let text = name.to_str()?;
+        let position = match self
+            .found
+            .iter()
+            .position(|(known, _, _)| known.to_str().is_ok_and(|known| known == text))
+        {
+            Some(position) => position,
+            None => {
+                let floating = self.floating(text)?;
+                self.found.push((name, 0, floating));
+                self.found.len() - 1
+            }
+        };
+        let entry = &mut self.found[position];
+        if entry.2 && *first {
+            *first = false;
+            entry.1 = entry.1.saturating_add(flops);
+        }
+        Ok(())
+    }
+
+    /// Whether the dtype named `text` is a floating-point one (`False` for a name no dtype
+    /// has).
+    fn floating(&self, text: &str) -> PyResult<bool> {
+        let py = self.dtype_names.py();
+        for (dtype, name) in self.dtype_names.iter() {
+            if name
+                .cast::<PyString>()
+                .is_ok_and(|name| name.to_str().is_ok_and(|name| name == text))
+            {
+                return dtype.getattr(intern!(py, "is_floating_point"))?.is_truthy();
+            }
+        }
+        Ok(false)
+    }
+
+    /// The floating-point dtypes, in the order met, with their FLOPs.
+    fn take(self) -> Vec<(Py<PyString>, u128)> {
+        self.found
+            .into_iter()
+            .filter(|(_, _, floating)| *floating)
+            .map(|(name, flops, _)| (name.unbind(), flops))
+            .collect()
+    }
 }
 
 /// Assembles the per-call parts of analysis reports; made once, with what every analysis of
@@ -604,6 +708,10 @@ fn assemble<'py>(
     // again (see `count_once`).
     let by_storage = own.counted_in_order(nodes.iter().map(|node| node.module))?;
     let layers = PyList::empty(py);
+    let mut output_dtypes = OutputDtypes {
+        found: Vec::new(),
+        dtype_names: describe.dtype_names.clone(),
+    };
     let mut seen: HashSet<usize> = HashSet::new();
     let mut names: Vec<Option<Bound<'py, PyString>>> = (0..modules.len()).map(|_| None).collect();
     for (position, node) in nodes.iter().enumerate() {
@@ -677,6 +785,7 @@ fn assemble<'py>(
             }
             let none = py.None();
             output = describe.of(node.output.as_ref().unwrap_or(&none).bind(py))?;
+            output_dtypes.note(&output, node.own_flops)?;
         }
         let input = PyDict::new(py);
         input.set_item(intern!(py, "args"), args)?;
@@ -751,6 +860,7 @@ fn assemble<'py>(
         by_module: by_module.unbind(),
         diagnostics: PyList::new(py, diagnostics)?.unbind(),
         tallies,
+        output_dtypes: output_dtypes.take(),
     })
 }
 
