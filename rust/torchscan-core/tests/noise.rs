@@ -154,11 +154,18 @@ fn unavailable_noise_metrics_need_a_reason() {
 fn the_summary_and_the_page_show_the_noise_metrics_and_the_diagnostic() {
     let parsed = read_report(&noisy().to_string()).expect("valid");
     let summary = format_summary(&parsed);
+    // After the README's lines (which end with the profiler's), never between them.
     assert!(
         summary.contains(
-            "  Throughput: 5,217,020.700 samples/s\n  Machine noise during timing:\n    \
-             Other CPU use: 0.435\n    CPU steal: 0.030\n    Involuntary context switches: 37\n    \
-             CPU frequency: 2,600 MHz\n  Operator FLOPs:"
+            "  Throughput: 5,217,020.700 samples/s\n  Operator FLOPs: 1,048,576.000 FLOPs\n"
+        ),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(
+            "  Profiler: not requested (separate instrumented pass)\n  Machine noise during \
+             timing:\n    Other CPU use: 0.435\n    CPU steal: 0.030\n    Involuntary context \
+             switches: 37\n    CPU frequency: 2,600 MHz\n  Diagnostics:\n"
         ),
         "{summary}"
     );

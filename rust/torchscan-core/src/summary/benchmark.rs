@@ -44,9 +44,6 @@ fn summarize_profiler(out: &mut String, profiler: &ProfilerPass) {
                     ),
                 );
             }
-            if let Some(trace) = &profiler.trace {
-                summarize_trace(out, trace);
-            }
         }
         _ => push_line(
             out,
@@ -97,6 +94,12 @@ fn summarize_noise(out: &mut String, metrics: &BenchmarkMetrics) {
     }
 }
 
+/// The text of a benchmark report. The README's lines come first, in their order and with
+/// nothing between them: the workload line, first call, latency, IQR, throughput, operator
+/// FLOPs, the tensor, allocator and process peaks and the profiler. What later versions record
+/// follows them, so scripts written against those lines keep reading them: the profiler's trace,
+/// the distributed job, the rank's own RSS, the machine noise during timing and the rates
+/// against a hardware peak; the diagnostics end every summary.
 pub(super) fn summarize_benchmark(out: &mut String, report: &BenchmarkReport) {
     let context = &report.context;
     push_line(
@@ -108,20 +111,12 @@ pub(super) fn summarize_benchmark(out: &mut String, report: &BenchmarkReport) {
             threads_text(context.torch_threads)
         ),
     );
-    if let Some(line) = distributed_line(report) {
-        push_line(out, 2, &line);
-    }
     let m = &report.metrics;
     for (label, metric) in [
         ("First call", &m.first_call),
         ("Latency (block median)", &m.latency),
         ("Latency IQR", &m.latency_iqr),
         ("Throughput", &m.throughput),
-    ] {
-        push_line(out, 2, &format!("{label}: {}", format_metric(metric)));
-    }
-    summarize_noise(out, m);
-    for (label, metric) in [
         ("Operator FLOPs", &m.operator_flops),
         ("PyTorch peak memory", &m.tensor_memory_peak),
     ] {
@@ -159,6 +154,16 @@ pub(super) fn summarize_benchmark(out: &mut String, report: &BenchmarkReport) {
             push_line(out, 4, &format!("{label}: {}", format_metric(metric)));
         }
     }
+    summarize_profiler(out, &report.profiler);
+    // Everything below came after the README's lines.
+    if report.profiler.status == MetricStatus::Complete
+        && let Some(trace) = &report.profiler.trace
+    {
+        summarize_trace(out, trace);
+    }
+    if let Some(line) = distributed_line(report) {
+        push_line(out, 2, &line);
+    }
     if let Some(rank_rss) = &m.rank_process_rss_peak {
         push_line(
             out,
@@ -169,7 +174,7 @@ pub(super) fn summarize_benchmark(out: &mut String, report: &BenchmarkReport) {
             push_line(out, 4, &format!("Scope: {}", rank_rss.scope));
         }
     }
-    summarize_profiler(out, &report.profiler);
+    summarize_noise(out, m);
     if let Some(peak) = &report.hardware_peak {
         summarize_rates(out, report, peak);
     }
