@@ -34,8 +34,9 @@ from torchscan._peak import (
     peak_dtype,
     rate_metrics,
 )
-from torchscan.reports import BenchmarkMetrics, MetricResult
-from torchscan.timing import TimingBudget
+from torchscan.noise import NoiseRecord, NoiseSnapshot
+from torchscan.reports import BenchmarkMetrics, Diagnostic, MeasuredPeak, MetricResult
+from torchscan.timing import TimingBudget, TimingRun
 from torchscan.validation import format_summary
 
 from .conftest import FIXTURES
@@ -497,6 +498,185 @@ def test_a_comparison_shows_the_change_of_utilization() -> None:
         assert rows[key]["status"] == "complete"
         assert rows[key]["ratio"] == 1.0
         assert rows[key]["verdict"] is None
+
+
+# --------------------------------------------------------------------------- the peak pass's noise
+
+
+def _scripted(seconds: dict[int, float]) -> tuple[Any, list[int]]:
+    """A ``fastest_s`` of the size search that gives each size's seconds and logs the sizes."""
+    asked: list[int] = []
+
+    def fastest_s(size: int) -> float:
+        asked.append(size)
+        return seconds[size]
+
+    return fastest_s, asked
+
+
+def _search(seconds: dict[int, float], limit_s: float = 1.5) -> tuple[int, list[int]]:
+    fastest_s, asked = _scripted(seconds)
+    size, tried = _peak._search_size(fastest_s, 2048, 0.01, limit_s)
+    assert [n for n, _ in tried] == asked
+    return size, asked
+
+
+def test_the_size_search_stops_where_the_rate_levels_off() -> None:
+    # A quiet CPU at about 107 GFLOP/s: 1,024 reaches 10 ms with no rise over 512.
+    quiet = {256: 0.0003, 512: 0.0025, 1024: 0.02, 2048: 0.16}
+    assert _search(quiet) == (1024, [256, 512, 1024])
+
+
+def test_a_slow_first_size_does_not_end_the_size_search() -> None:
+    # Calls of 256 slowed by other processes reach the 10 ms target; the larger sizes rise far
+    # above their rate, so the search goes on to where the rate levels off.
+    assert _search({256: 0.016, 512: 0.0014, 1024: 0.011, 2048: 0.09}) == (
+        1024,
+        [256, 512, 1024],
+    )
+    # Every size slowed by a fixed stall: the rate keeps rising up to the largest size.
+    stalled = {256: 0.016, 512: 0.018, 1024: 0.027, 2048: 0.106}
+    assert _search(stalled) == (2048, [256, 512, 1024, 2048])
+
+
+def test_the_size_search_goes_on_past_a_drop() -> None:
+    # 1,024 slowed tenfold (a drop): the search goes on, and keeps the best size it found.
+    size, asked = _search({256: 0.0003, 512: 0.0025, 1024: 0.2, 2048: 0.16}, limit_s=10.0)
+    assert (size, asked) == (2048, [256, 512, 1024, 2048])
+    # Within its time limit only: 1,024 at its slow rate would take the search past 1.5 s.
+    assert _search({256: 0.0003, 512: 0.0025, 1024: 0.2, 2048: 0.16}) == (512, [256, 512, 1024])
+
+
+def test_a_size_too_large_for_the_device_ends_the_search_at_the_sizes_before() -> None:
+    def fastest_s(size: int) -> float:
+        if size > 512:
+            raise RuntimeError("out of memory")
+        return {256: 0.0003, 512: 0.0025}[size]
+
+    assert _peak._search_size(fastest_s, 2048, 0.01, 1.5)[0] == 512
+
+
+def test_one_slow_call_no_longer_ends_the_measured_search(
+    tiny_peak: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The pass's own timer, scripted by the matmul's size: the first timed call of 256 x 256 is
+    # slow (20 ms, past the 10 ms target), every other call takes a quiet machine's time.
+    quiet = {256: 0.0003, 512: 0.0025, 1024: 0.02, 2048: 0.16}
+    slow_once = [0.02]
+
+    def timer(call: Any, sync: Any) -> tuple[float, Any]:
+        output = call()
+        size = int(output.shape[0])
+        return (slow_once.pop() if size == 256 and slow_once else quiet[size]), output
+
+    monkeypatch.setattr(_peak, "timed_call", timer)
+    monkeypatch.setattr(_peak, "RETIME_FACTOR", 1e9, raising=False)  # the blocks timed once
+    measured = measure_hardware_peak(torch.device("cpu"), "torch.float32")
+    assert measured["matmul_size"] == 1024
+    assert "(256: 112, 512: 107, 1,024: 107)" in measured["flop_rate"]["method"]
+
+
+def _run(per_call_s: list[float], calls: int = 2, busy: bool = False) -> TimingRun:
+    """A timing run of the pass with these blocks; other processes at 45% of the CPU if busy."""
+
+    def snapshot(jiffies: tuple[int, ...], own: int, at_ns: int) -> NoiseSnapshot:
+        return NoiseSnapshot(jiffies, own, 0, "no cpufreq driver", at_ns)
+
+    start = snapshot((0,) * 8, 0, 0)
+    # 200 jiffies in all: 100 busy, of which 10 this process's.
+    end = snapshot((100 if busy else 10, 0, 0, 100 if busy else 190, 0, 0, 0, 0), 10, 10**9)
+    return TimingRun(
+        first_call_s=per_call_s[0],
+        warmup_calls=1,
+        calls_per_block=calls,
+        timer_overhead_s=1e-8,
+        block_durations_s=[value * calls for value in per_call_s],
+        block_starts_s=[float(index) for index in range(len(per_call_s))],
+        noise=NoiseRecord(start, end),
+    )
+
+
+def _scripted_pass(
+    monkeypatch: pytest.MonkeyPatch, runs: list[TimingRun]
+) -> tuple[MeasuredPeak, list[Diagnostic], list[TimingRun]]:
+    """The pass with a scripted search (512 x 512 at 0.16 s a call) and these timing runs."""
+    monkeypatch.setattr(
+        _peak, "_fastest_matmul_s", lambda device, dtype, size, sync: {256: 0.02, 512: 0.16}[size]
+    )
+    left = list(runs)
+    monkeypatch.setattr(_peak, "run_timing", lambda workload, device, budget: left.pop(0))
+    diagnostics: list[Diagnostic] = []
+    measured = measure_hardware_peak(torch.device("cpu"), "torch.float32", None, diagnostics)
+    return measured, diagnostics, left
+
+
+def test_a_matmul_slower_than_its_search_is_timed_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    slow, quiet, copy = _run([0.5, 0.52, 0.51]), _run([0.17, 0.17, 0.171]), _run([0.01] * 3)
+    measured, diagnostics, left = _scripted_pass(monkeypatch, [slow, quiet, copy])
+    assert left == []
+    assert measured["matmul_size"] == 512
+    timing = measured["matmul_timing"]
+    assert timing is not None and timing["block_durations_s"] == quiet.block_durations_s
+    assert measured["flop_rate"]["value"] == 2.0 * 512**3 / 0.17
+    assert (
+        "timed twice, the run with the faster fastest block kept (the first one's ran "
+        in (measured["flop_rate"]["method"])
+    )
+    assert diagnostics == []
+
+
+def test_a_peak_pass_on_a_busy_machine_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Both matmul runs 3x slower than the search and taken on a busy machine, the copy's blocks
+    # spread: a noisy_peak warning for each rate, with its reasons.
+    matmul = _run([0.5, 0.52, 0.51], busy=True)
+    again = _run([0.49, 0.6, 0.5], busy=True)
+    copy = _run([0.01, 0.02, 0.011, 0.03])
+    measured, diagnostics, _ = _scripted_pass(monkeypatch, [matmul, again, copy])
+    timing = measured["matmul_timing"]
+    assert timing is not None and timing["block_durations_s"] == again.block_durations_s
+    assert [(d["code"], d["severity"], d["metric"]) for d in diagnostics] == [
+        ("noisy_peak", "warning", "hardware_peak.measured.flop_rate"),
+        ("noisy_peak", "warning", "hardware_peak.measured.bandwidth"),
+    ]
+    assert diagnostics[0]["message"] == (
+        "the hardware_peak pass's matmul rate may read below what the device attains: "
+        "machine_other_cpu_ratio 0.450 (other processes used 45% of all CPU time; threshold "
+        "0.10); its fastest timed block ran 3.06x slower per call than the fastest call of the "
+        "size search (threshold 1.5x), timed twice. A utilization divided by it then reads high: "
+        "measure the peak again on a quiet machine, or declare one with peak="
+    )
+    assert (
+        "its 4 timed blocks spread (IQR 76% of the median; threshold 25%)"
+        in (diagnostics[1]["message"])
+    )
+    # A quiet pass says nothing.
+    quiet = [_run([0.17, 0.17, 0.171]), _run([0.01] * 3)]
+    assert _scripted_pass(monkeypatch, quiet)[1] == []
+
+
+def test_the_peak_pass_warning_reaches_the_report(
+    tiny_peak: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_run_timing = _peak.run_timing
+
+    def busy(workload: Any, device: Any, budget: Any) -> TimingRun:
+        run = real_run_timing(workload, device, budget)
+        run.noise = _run([1.0], busy=True).noise
+        return run
+
+    monkeypatch.setattr(_peak, "run_timing", busy)
+    workload, inputs = _linear()
+    report = measure_workload(
+        workload, inputs=inputs, metrics=["latency", "operator_flops", "hardware_peak"], **SHORT
+    )
+    assert validate_report(report) == "benchmark"
+    noisy = [d for d in report["diagnostics"] if d["code"] == "noisy_peak"]
+    assert [d["metric"] for d in noisy] == [
+        "hardware_peak.measured.flop_rate",
+        "hardware_peak.measured.bandwidth",
+    ]
+    assert all("machine_other_cpu_ratio 0.450" in d["message"] for d in noisy)
+    assert "warning noisy_peak: the hardware_peak pass's matmul rate" in format_summary(report)
 
 
 # --------------------------------------------------------------------------- CUDA

@@ -20,9 +20,11 @@ from typing import Any
 
 from . import _arguments, _metrics
 from .errors import InvalidArgumentError
+from .noise import noise_metrics, noise_past_thresholds
 from .reports import (
     BenchmarkMetrics,
     DeclaredPeak,
+    Diagnostic,
     HardwarePeak,
     MeasuredPeak,
     MetricResult,
@@ -34,6 +36,9 @@ from .timing import TimingBudget, run_timing, synchronizer, timed_call
 __all__ = [
     "DECLARED_METHOD",
     "PEAK_BUDGET",
+    "PEAK_SPREAD",
+    "RETIME_FACTOR",
+    "SEARCH_CALLS",
     "Declared",
     "check_peak",
     "hardware_peak_section",
@@ -51,8 +56,8 @@ PEAK_BUDGET = TimingBudget(min_time_s=0.25, max_time_s=0.6, min_blocks=5, warmup
 
 _PEAK_KEYS = ("flop_rate", "bandwidth", "source")
 _FLOATING = ("torch.float16", "torch.bfloat16", "torch.float32", "torch.float64")
-# Matmul sizes double from the first until one call takes the target time or the largest is
-# reached; a copy moves this many bytes each way (well past any CPU's or GPU's last-level cache).
+# Matmul sizes double from the first (see _search_size); a copy moves this many bytes each way
+# (well past any CPU's or GPU's last-level cache).
 _FIRST_SIZE = 256
 _LARGEST_SIZE = {"cpu": 2048}
 _LARGEST_ACCELERATOR_SIZE = 8192
@@ -60,6 +65,25 @@ _CALL_TARGET_S = {"cpu": 0.01}
 _ACCELERATOR_CALL_TARGET_S = 0.005
 _COPY_BYTES = {"cpu": 128 * 1024 * 1024}
 _ACCELERATOR_COPY_BYTES = 256 * 1024 * 1024
+#: Timed calls of each size in the search (after one untimed call): the fastest one counts, so
+#: one call slowed by another process does not end the search.
+SEARCH_CALLS = 3
+# A size that reached the target time ends the search only when its rate rose by less than this
+# factor over the best smaller size (the rate has levelled off); a size slower than the best
+# smaller one by this factor is a drop, and the search goes on _PAST_A_DROP sizes past drops.
+_RISE = 1.25
+_PAST_A_DROP = 2
+# The size used: the largest whose rate is within this factor of the best rate of the search.
+_NEAR_BEST = 1.1
+# The search stops before a size that would take it past this time (its sizes' calls so far,
+# and the next size's at the rate of the last one).
+_SEARCH_LIMIT_S = {"cpu": 1.5}
+_ACCELERATOR_SEARCH_LIMIT_S = 0.5
+#: The matmul is timed again when its fastest block ran this much slower per call than the
+#: fastest call of the search at its size: something slowed every block down.
+RETIME_FACTOR = 1.5
+#: A measurement's blocks spread when their IQR reaches this share of their median.
+PEAK_SPREAD = 0.25
 
 _HOW_TO_GET_A_PEAK = (
     "measure one with metrics=[..., 'hardware_peak'] or declare one with "
@@ -203,24 +227,63 @@ def _blocks_text(timing: PeakTiming) -> str:
     )
 
 
-def _matmul_size(device: Any, dtype: Any, sync: Callable[[], None]) -> int:
-    """The matmul size: doubled from the first until one call reaches the target time.
+def _matmul_flops(size: int) -> float:
+    return 2.0 * size * size * size
 
-    Large enough to approach the attainable rate, small enough for the budget; at most the
-    device's largest size.
+
+def _search_size(
+    fastest_s: Callable[[int], float], largest: int, target_s: float, limit_s: float
+) -> tuple[int, list[tuple[int, float]]]:
+    """The matmul size to time, and every size tried with its fastest call's seconds.
+
+    Sizes double from the first. ``fastest_s(size)`` is the fastest of :data:`SEARCH_CALLS`
+    timed calls of that size (after one untimed call: a size costs about ``SEARCH_CALLS + 1``
+    times it). The search stops at the largest size; before a size that would take the search
+    past ``limit_s`` (at the rate of the last size); at a size that reached ``target_s`` once
+    its rate rose by less than a quarter over the best smaller size (the rate levelled off); and
+    at the third size slower by a quarter than the best smaller one (a drop, where another
+    process slowed every call). One slow call, or one slow size, does not end it. The size used
+    is the largest whose rate is within 10% of the best rate of the search.
     """
-    kind = device.type
-    largest = _LARGEST_SIZE.get(kind, _LARGEST_ACCELERATOR_SIZE)
-    target_s = _CALL_TARGET_S.get(kind, _ACCELERATOR_CALL_TARGET_S)
+    tried: list[tuple[int, float]] = []
+    drops = 0
+    spent_s = 0.0
     size = _FIRST_SIZE
     while True:
-        call = _matmul(device, dtype, size)
-        call()  # lazy initialisation (a BLAS handle, a kernel choice) stays untimed
-        seconds, _ = timed_call(call, sync)
-        del call
-        if seconds >= target_s or size >= largest:
-            return size
+        try:
+            seconds = max(fastest_s(size), 1e-9)
+        except (RuntimeError, MemoryError):
+            if not tried:
+                raise
+            break  # a size too large for the device: the sizes before it
+        rate = _matmul_flops(size) / seconds
+        best_before = max((_matmul_flops(n) / s for n, s in tried), default=None)
+        tried.append((size, seconds))
+        spent_s += seconds * (SEARCH_CALLS + 1)
+        if size >= largest:
+            break
+        if spent_s + _matmul_flops(2 * size) / rate * (SEARCH_CALLS + 1) > limit_s:
+            break
+        if best_before is not None and rate * _RISE < best_before:
+            drops += 1
+            if drops > _PAST_A_DROP:
+                break
+        elif seconds >= target_s and best_before is not None and rate < best_before * _RISE:
+            break
         size *= 2
+    best = max(_matmul_flops(n) / s for n, s in tried)
+    chosen = max(n for n, s in tried if _matmul_flops(n) / s * _NEAR_BEST >= best)
+    return chosen, tried
+
+
+def _fastest_matmul_s(device: Any, dtype: Any, size: int, sync: Callable[[], None]) -> float:
+    """The fastest of :data:`SEARCH_CALLS` timed calls of one matmul of ``size``.
+
+    One untimed call first: lazy initialisation (a BLAS handle, a kernel choice) stays out.
+    """
+    call = _matmul(device, dtype, size)
+    call()
+    return min(timed_call(call, sync)[0] for _ in range(SEARCH_CALLS))
 
 
 def _matmul(device: Any, dtype: Any, size: int) -> Callable[[], Any]:
@@ -242,22 +305,60 @@ def _copy(device: Any, dtype: Any, numel: int) -> Callable[[], Any]:
     return lambda: target.copy_(source)
 
 
+def _per_call_s(run: Any) -> float:
+    return float(min(run.block_durations_s)) / int(run.calls_per_block)
+
+
+def _search_text(tried: list[tuple[int, float]]) -> str:
+    rates = ", ".join(f"{n:,}: {_matmul_flops(n) / s / 1e9:.3g}" for n, s in tried)
+    return (
+        f"the size from a search doubling from {_FIRST_SIZE:,}, the fastest of {SEARCH_CALLS} "
+        f"calls of each size in GFLOP/s ({rates})"
+    )
+
+
 def _measure_matmul(
-    device: Any, dtype: Any, budget: TimingBudget
-) -> tuple[int, PeakTiming | None, MetricResult]:
+    device: Any, dtype: Any, budget: TimingBudget, findings: list[str]
+) -> tuple[int, PeakTiming | None, MetricResult, Any]:
+    """The matmul's size, its timing, its rate and its timing run (``None`` when it failed).
+
+    Appends to ``findings`` what says the rate may be below what the device attains.
+    """
     sync = synchronizer(device)
+    kind = device.type
     scope_tail = _threads_text(device)
     size = _FIRST_SIZE
     try:
-        size = _matmul_size(device, dtype, sync)
+        size, tried = _search_size(
+            lambda n: _fastest_matmul_s(device, dtype, n, sync),
+            _LARGEST_SIZE.get(kind, _LARGEST_ACCELERATOR_SIZE),
+            _CALL_TARGET_S.get(kind, _ACCELERATOR_CALL_TARGET_S),
+            _SEARCH_LIMIT_S.get(kind, _ACCELERATOR_SEARCH_LIMIT_S),
+        )
+        search_s = dict(tried)[size]
         run = run_timing(_matmul(device, dtype, size), device, budget)
+        retimed = ""
+        if _per_call_s(run) > RETIME_FACTOR * search_s:
+            slower = _per_call_s(run) / search_s
+            again = run_timing(_matmul(device, dtype, size), device, budget)
+            retimed = (
+                f"; timed twice, the run with the faster fastest block kept (the first one's "
+                f"ran {slower:.2f}x slower per call than the search's fastest call)"
+            )
+            if _per_call_s(again) < _per_call_s(run):
+                run = again
     except (RuntimeError, MemoryError) as error:  # an unsupported dtype, out of memory
         scope = f"attainable dense matmul rate in {dtype} {scope_tail}"
         method = "torch.mm of two square matrices, timed in blocks"
         reason = f"the matmul could not run: {' '.join(str(error).split())[:300]}"
-        return size, None, _metrics.unavailable("FLOP/s", scope, method, reason)
+        return size, None, _metrics.unavailable("FLOP/s", scope, method, reason), None
     timing, per_call_s = _timing_of(run)
-    flops = 2.0 * size * size * size
+    if per_call_s > RETIME_FACTOR * search_s:
+        findings.append(
+            f"its fastest timed block ran {per_call_s / search_s:.2f}x slower per call than the "
+            f"fastest call of the size search (threshold {RETIME_FACTOR:g}x), timed twice"
+        )
+    flops = _matmul_flops(size)
     scope = (
         f"attainable dense matmul rate: one {size:,} x {size:,} by {size:,} x {size:,} {dtype} "
         f"torch.mm {scope_tail}"
@@ -266,14 +367,14 @@ def _measure_matmul(
         f"2 x {size:,}^3 FLOPs over the fastest block's per-call time of {_blocks_text(timing)}, "
         "timed as "
         f"the latency pass times the workload (first call alone, warm-up, blocks synchronised at "
-        f"their edges); {_precision_note(device, dtype)}"
+        f"their edges); {_precision_note(device, dtype)}; {_search_text(tried)}{retimed}"
     )
-    return size, timing, _metrics.complete(flops / per_call_s, "FLOP/s", scope, method)
+    return size, timing, _metrics.complete(flops / per_call_s, "FLOP/s", scope, method), run
 
 
 def _measure_copy(
     device: Any, dtype: Any, budget: TimingBudget
-) -> tuple[int, PeakTiming | None, MetricResult]:
+) -> tuple[int, PeakTiming | None, MetricResult, Any]:
     import torch
 
     element = torch.empty((), dtype=dtype).element_size()
@@ -290,14 +391,14 @@ def _measure_copy(
     except (RuntimeError, MemoryError) as error:
         method = "Tensor.copy_ of a large tensor, timed in blocks"
         reason = f"the copy could not run: {' '.join(str(error).split())[:300]}"
-        return copy_bytes, None, _metrics.unavailable("B/s", scope, method, reason)
+        return copy_bytes, None, _metrics.unavailable("B/s", scope, method, reason), None
     timing, per_call_s = _timing_of(run)
     method = (
         f"2 x {copy_bytes:,} B (read and written) over the fastest block's per-call time of "
         f"{_blocks_text(timing)}, timed as the latency pass times the workload"
     )
     bandwidth = _metrics.complete(2.0 * copy_bytes / per_call_s, "B/s", scope, method)
-    return copy_bytes, timing, bandwidth
+    return copy_bytes, timing, bandwidth, run
 
 
 def _theoretical(device: Any, dtype: Any) -> tuple[MetricResult, MetricResult]:
@@ -383,22 +484,88 @@ def _theoretical(device: Any, dtype: Any) -> tuple[MetricResult, MetricResult]:
     return compute, memory
 
 
+def _spread(durations: list[float]) -> float:
+    """IQR over median of block durations (quartiles by linear interpolation); 0 for one block."""
+    if len(durations) < 2:
+        return 0.0
+    ordered = sorted(durations)
+
+    def quantile(share: float) -> float:
+        position = share * (len(ordered) - 1)
+        low = math.floor(position)
+        high = min(low + 1, len(ordered) - 1)
+        return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+    median = quantile(0.5)
+    return (quantile(0.75) - quantile(0.25)) / median if median > 0 else 0.0
+
+
+def _noise_findings(run: Any) -> list[str]:
+    """What competed with a timing run of the pass: noise past its thresholds, spread blocks."""
+    findings: list[str] = []
+    if run.noise is not None:
+        metrics = noise_metrics(run.noise)
+        findings.extend(words for _, words in noise_past_thresholds(metrics, run.noise.elapsed_s))
+    spread = _spread(list(run.block_durations_s))
+    if spread >= PEAK_SPREAD:
+        findings.append(
+            f"its {len(run.block_durations_s):,} timed blocks spread (IQR {spread:.0%} of the "
+            f"median; threshold {PEAK_SPREAD:.0%})"
+        )
+    return findings
+
+
+def _noisy_peak(what: str, metric: str, findings: list[str]) -> Diagnostic:
+    return {
+        "code": "noisy_peak",
+        "severity": "warning",
+        "metric": metric,
+        "message": (
+            f"the hardware_peak pass's {what} may read below what the device attains: "
+            + "; ".join(findings)
+            + ". A utilization divided by it then reads high: measure the peak again on a quiet "
+            "machine, or declare one with peak="
+        ),
+    }
+
+
 def measure_hardware_peak(
-    device: Any, dtype_name: str, budget: TimingBudget | None = None
+    device: Any,
+    dtype_name: str,
+    budget: TimingBudget | None = None,
+    diagnostics: list[Diagnostic] | None = None,
 ) -> MeasuredPeak:
     """The ``hardware_peak`` pass on ``device``, in ``dtype_name``.
 
     A dense square matmul and a large copy, each timed with ``budget`` (:data:`PEAK_BUDGET` when
     ``None``) as the latency pass times a workload, with the caller's thread setting; and the
-    device's theoretical peaks where torch knows them.
+    device's theoretical peaks where torch knows them. The matmul's size comes from a search
+    that one slow call does not end (:func:`_search_size`), and the matmul is timed again when
+    its fastest block ran :data:`RETIME_FACTOR` times slower per call than the search's fastest
+    call. A ``noisy_peak`` warning per measured rate that may read low (other processes, steal
+    or preemption past the ``noisy_machine`` thresholds while it was timed, blocks whose IQR
+    reaches :data:`PEAK_SPREAD` of their median, a matmul still slower than its search) is
+    appended to ``diagnostics`` when given.
     """
     import torch
 
     budget = budget if budget is not None else PEAK_BUDGET
     dtype = getattr(torch, dtype_name.removeprefix("torch."))
-    size, matmul_timing, flop_rate = _measure_matmul(device, dtype, budget)
-    copy_bytes, copy_timing, bandwidth = _measure_copy(device, dtype, budget)
+    matmul_findings: list[str] = []
+    size, matmul_timing, flop_rate, matmul_run = _measure_matmul(
+        device, dtype, budget, matmul_findings
+    )
+    copy_bytes, copy_timing, bandwidth, copy_run = _measure_copy(device, dtype, budget)
     theoretical_flop_rate, theoretical_bandwidth = _theoretical(device, dtype)
+    if diagnostics is not None:
+        for what, metric, run, findings in (
+            ("matmul rate", "hardware_peak.measured.flop_rate", matmul_run, matmul_findings),
+            ("copy bandwidth", "hardware_peak.measured.bandwidth", copy_run, []),
+        ):
+            if run is not None:
+                findings = _noise_findings(run) + findings
+                if findings:
+                    diagnostics.append(_noisy_peak(what, metric, findings))
     return {
         "dtype": dtype_name,
         "matmul_size": size,

@@ -40,6 +40,7 @@ __all__ = [
     "NoiseSnapshot",
     "NoiseSources",
     "noise_metrics",
+    "noise_past_thresholds",
     "noisy_machine_diagnostic",
     "unavailable_noise_metrics",
 ]
@@ -343,8 +344,10 @@ def noise_metrics(record: NoiseRecord) -> dict[str, MetricResult]:
     }
 
 
-def noisy_machine_diagnostic(metrics: dict[str, MetricResult], timed_s: float) -> Diagnostic | None:
-    """A ``noisy_machine`` warning naming each noise metric past its threshold, or ``None``.
+def noise_past_thresholds(
+    metrics: dict[str, MetricResult], timed_s: float
+) -> list[tuple[str, str]]:
+    """Each noise metric past its threshold, as ``(metric, words)``, in report order.
 
     Thresholds: other processes above :data:`NOISY_OTHER_CPU_RATIO` of all CPU time, steal above
     :data:`NOISY_STEAL_RATIO`, and more than :data:`NOISY_CONTEXT_SWITCHES_PER_S` involuntary
@@ -379,6 +382,15 @@ def noisy_machine_diagnostic(metrics: dict[str, MetricResult], timed_s: float) -
                     f"({per_s:,.0f} per second; threshold {NOISY_CONTEXT_SWITCHES_PER_S:.0f})",
                 )
             )
+    return passed
+
+
+def noisy_machine_diagnostic(metrics: dict[str, MetricResult], timed_s: float) -> Diagnostic | None:
+    """A ``noisy_machine`` warning naming each noise metric past its threshold, or ``None``.
+
+    The thresholds are :func:`noise_past_thresholds`'s.
+    """
+    passed = noise_past_thresholds(metrics, timed_s)
     if not passed:
         return None
     return {

@@ -98,6 +98,7 @@ DiagnosticCode = Literal[
     "timing_noise",
     "high_timing_noise",
     "noisy_machine",
+    "noisy_peak",
     "few_blocks",
     "compiled_callable",
     "workload_not_importable",

@@ -44,7 +44,7 @@ from .errors import (
     InvalidArgumentError,
     ReportMergeError,
 )
-from .reports import BenchmarkReport, DistributedBenchmarkReport
+from .reports import BenchmarkReport, Diagnostic, DistributedBenchmarkReport
 from .timing import run_timing
 
 __all__ = ["DEFAULT_METRICS", "METRICS", "measure_workload"]
@@ -378,9 +378,12 @@ def _measure(
     if job is not None:
         context["distributed"] = job.context()
     measured = None
+    peak_diagnostics: list[Diagnostic] = []
     if "hardware_peak" in selected:
         announce("the hardware peak pass")
-        measured = measure_hardware_peak(resolved, peak_dtype(context["dtypes"]))
+        measured = measure_hardware_peak(
+            resolved, peak_dtype(context["dtypes"]), diagnostics=peak_diagnostics
+        )
     report = assemble_report(
         passes,
         name=getattr(workload, "__qualname__", None),
@@ -391,6 +394,7 @@ def _measure(
         work_units=work_units,
         work_unit=work_unit,
     )
+    report["diagnostics"].extend(peak_diagnostics)
     hardware_peak = hardware_peak_section(declared, measured)
     if hardware_peak is not None:
         report["hardware_peak"] = hardware_peak

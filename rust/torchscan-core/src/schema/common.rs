@@ -312,6 +312,11 @@ pub enum DiagnosticCode {
     /// Other processes, the hypervisor or preemption competed with the timed phase beyond a
     /// documented threshold; the message names the noise metrics that passed it.
     NoisyMachine,
+    /// The `hardware_peak` pass's matmul rate or copy bandwidth may read below what the device
+    /// attains: other processes, steal or preemption past the `noisy_machine` thresholds while
+    /// it was timed, blocks that spread, or a matmul slower than its size search found; the
+    /// message says which. A utilization divided by it then reads high.
+    NoisyPeak,
     /// Fewer timed blocks than requested could be run within the time budget.
     FewBlocks,
     /// The callable was compiled with `torch.compile`; dispatch-mode passes ran last.
