@@ -2,15 +2,17 @@
 
 use std::fmt;
 
-/// One step of a JSON path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One step of a JSON path. Steps order as a walk of a document whose object keys are sorted
+/// visits them (keys by their text, items by their index).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Step {
     Key(String),
     Index(usize),
 }
 
-/// A JSON path from the document root (`$`), built while walking a report.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A JSON path from the document root (`$`), built while walking a report. Paths order as a walk
+/// of a document whose object keys are sorted visits them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub struct JsonPath {
     steps: Vec<Step>,
 }

@@ -29,8 +29,24 @@ const NON_FINITE_TOKENS: [&str; 3] = ["-Infinity", "Infinity", "NaN"];
 /// Replaces bare `NaN`, `Infinity` and `-Infinity` tokens outside strings by marker strings.
 /// Returns `None` when the text has none, which is the common case.
 fn quote_non_finite_tokens(text: &str) -> Option<String> {
+    replace_non_finite_tokens(text, |token, out| {
+        out.push_str("\"\\u0000torchscan-non-finite:");
+        out.push_str(token);
+        out.push('"');
+    })
+}
+
+/// Replaces bare `NaN`, `Infinity` and `-Infinity` tokens outside strings by `0`, so that the
+/// typed parse can still look for a structural error in the rest of the document. Returns `None`
+/// when the text has none.
+fn zero_non_finite_tokens(text: &str) -> Option<String> {
+    replace_non_finite_tokens(text, |_, out| out.push('0'))
+}
+
+/// Replaces every bare non-finite token outside strings by what `write` writes for it.
+fn replace_non_finite_tokens(text: &str, write: impl Fn(&str, &mut String)) -> Option<String> {
     let bytes = text.as_bytes();
-    let mut quoted: Option<String> = None;
+    let mut replaced: Option<String> = None;
     let mut copied_up_to = 0;
     let mut index = 0;
     let mut in_string = false;
@@ -57,52 +73,27 @@ fn quote_non_finite_tokens(text: &str) -> Option<String> {
             .find(|token| bytes[index..].starts_with(token.as_bytes()));
         match token {
             Some(token) => {
-                let out = quoted.get_or_insert_with(|| String::with_capacity(text.len() + 64));
+                let out = replaced.get_or_insert_with(|| String::with_capacity(text.len() + 64));
                 out.push_str(&text[copied_up_to..index]);
-                out.push_str("\"\\u0000torchscan-non-finite:");
-                out.push_str(token);
-                out.push('"');
+                write(token, out);
                 index += token.len();
                 copied_up_to = index;
             }
             None => index += 1,
         }
     }
-    if let Some(out) = quoted.as_mut() {
+    if let Some(out) = replaced.as_mut() {
         out.push_str(&text[copied_up_to..]);
     }
-    quoted
+    replaced
 }
 
-/// Reports every marker string left by [`quote_non_finite_tokens`] and replaces it with `0` so
-/// that the typed parse can still look for a structural error in the rest of the document.
-fn take_non_finite_markers(value: &mut Value, path: &mut JsonPath, problems: &mut Vec<Problem>) {
-    match value {
-        Value::String(text) => {
-            if let Some(token) = text.strip_prefix(NON_FINITE_MARKER) {
-                problems.push(Problem::new(
-                    path.to_string(),
-                    format!("non-finite number {token} is not allowed; numbers must be finite"),
-                ));
-                *value = Value::from(0);
-            }
-        }
-        Value::Array(items) => {
-            for (index, item) in items.iter_mut().enumerate() {
-                path.push_index(index);
-                take_non_finite_markers(item, path, problems);
-                path.pop();
-            }
-        }
-        Value::Object(entries) => {
-            for (key, item) in entries.iter_mut() {
-                path.push_key(key);
-                take_non_finite_markers(item, path, problems);
-                path.pop();
-            }
-        }
-        Value::Null | Value::Bool(_) | Value::Number(_) => {}
-    }
+/// The problem of a non-finite number found at `path`.
+fn non_finite_problem(path: &JsonPath, token: &str) -> Problem {
+    Problem::new(
+        path.to_string(),
+        format!("non-finite number {token} is not allowed; numbers must be finite"),
+    )
 }
 
 /// The deepest nesting of arrays and objects a report may have, the root object counting as one
@@ -110,10 +101,30 @@ fn take_non_finite_markers(value: &mut Value, path: &mut JsonPath, problems: &mu
 /// levels of containers, about 100 levels of JSON.
 pub const MAX_NESTING_DEPTH: usize = 127;
 
-/// What [`CheckedValue`] found while reading: the path it is at, and the first problem it met.
+/// What the top level of a document is, as a problem says it: `an array`, `a string`...
+fn found_name(value: &Value) -> &'static str {
+    match value {
+        Value::Array(_) => "an array",
+        Value::String(_) => "a string",
+        Value::Number(_) => "a number",
+        Value::Bool(_) => "a boolean",
+        Value::Object(_) => "an object",
+        Value::Null => "null",
+    }
+}
+
+/// What [`Scan`] found while reading: the path it is at, the first problem it met, every
+/// non-finite number, and the top level (whether it is an object, with its `schema_version` and
+/// `kind`).
 struct Reading {
     path: JsonPath,
+    depth: usize,
     problem: Option<Problem>,
+    non_finite: Vec<(JsonPath, String)>,
+    /// What the top level is when it is not an object: `an array`, ...
+    root_not_object: Option<&'static str>,
+    version: Option<Value>,
+    kind: Option<Value>,
 }
 
 impl Reading {
@@ -132,68 +143,103 @@ impl Reading {
     }
 }
 
-/// Reads a JSON value as serde_json's own `Value` does, and also refuses a key given twice in one
-/// object and locates nesting past [`MAX_NESTING_DEPTH`], each by its JSON path.
-struct CheckedValue<'r> {
+/// Reads a JSON value and checks it as a report's text must be: a key given twice in one object
+/// and nesting past [`MAX_NESTING_DEPTH`] are refused, each at its JSON path, and every
+/// non-finite number (a marker string of [`quote_non_finite_tokens`]) is listed at its path.
+///
+/// Nothing of the document is kept (its memory is the keys of the open objects), except what
+/// `capture` asks for: the value itself, as serde_json's own `Value` (for the top level's
+/// `schema_version` and `kind`, so that an array of millions of numbers is never a tree of
+/// values). The top level is recorded as an object or as what it is.
+struct Scan<'r> {
     reading: &'r mut Reading,
+    capture: bool,
 }
 
-impl<'de> DeserializeSeed<'de> for CheckedValue<'_> {
-    type Value = Value;
+impl<'de> DeserializeSeed<'de> for Scan<'_> {
+    type Value = Option<Value>;
 
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Option<Value>, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
-impl<'de> Visitor<'de> for CheckedValue<'_> {
-    type Value = Value;
+impl Scan<'_> {
+    /// A scalar: kept when captured; at the top level, recorded as not an object.
+    fn scalar(self, value: impl FnOnce() -> Value) -> Option<Value> {
+        if self.reading.depth == 0 {
+            self.reading.root_not_object = Some(found_name(&value()));
+            return None;
+        }
+        self.capture.then(value)
+    }
+
+    fn child(&mut self) -> Scan<'_> {
+        Scan {
+            reading: &mut *self.reading,
+            capture: self.capture,
+        }
+    }
+}
+
+impl<'de> Visitor<'de> for Scan<'_> {
+    type Value = Option<Value>;
 
     fn expecting(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         formatter.write_str("any JSON value")
     }
 
-    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
-        Ok(Value::Bool(value))
+    fn visit_bool<E>(self, value: bool) -> Result<Option<Value>, E> {
+        Ok(self.scalar(|| Value::Bool(value)))
     }
 
-    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
-        Ok(Value::from(value))
+    fn visit_i64<E>(self, value: i64) -> Result<Option<Value>, E> {
+        Ok(self.scalar(|| Value::from(value)))
     }
 
-    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
-        Ok(Value::from(value))
+    fn visit_u64<E>(self, value: u64) -> Result<Option<Value>, E> {
+        Ok(self.scalar(|| Value::from(value)))
     }
 
-    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
-        Ok(serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number))
+    fn visit_f64<E>(self, value: f64) -> Result<Option<Value>, E> {
+        Ok(self.scalar(|| serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number)))
     }
 
-    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
-        Ok(Value::String(value.to_owned()))
+    fn visit_str<E>(self, value: &str) -> Result<Option<Value>, E> {
+        if let Some(token) = value.strip_prefix(NON_FINITE_MARKER) {
+            self.reading
+                .non_finite
+                .push((self.reading.path.clone(), token.to_owned()));
+            // Read as 0, as the typed parse will read it.
+            return Ok(self.scalar(|| Value::from(0)));
+        }
+        Ok(self.scalar(|| Value::String(value.to_owned())))
     }
 
-    fn visit_string<E>(self, value: String) -> Result<Value, E> {
-        Ok(Value::String(value))
+    fn visit_unit<E>(self) -> Result<Option<Value>, E> {
+        Ok(self.scalar(|| Value::Null))
     }
 
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
+    fn visit_none<E>(self) -> Result<Option<Value>, E> {
+        Ok(self.scalar(|| Value::Null))
     }
 
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut items: A) -> Result<Value, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut items: A) -> Result<Option<Value>, A::Error> {
+        if self.reading.depth == 0 {
+            self.reading.root_not_object = Some("an array");
+        }
+        self.reading.depth += 1;
         let mut values = Vec::new();
+        let mut index = 0;
         loop {
-            self.reading.path.push_index(values.len());
-            let item = items.next_element_seed(CheckedValue {
-                reading: &mut *self.reading,
-            });
+            self.reading.path.push_index(index);
+            let item = items.next_element_seed(self.child());
             match item {
-                Ok(Some(item)) => values.push(item),
+                Ok(Some(item)) => {
+                    if let Some(item) = item {
+                        values.push(item);
+                    }
+                }
                 Ok(None) => break,
                 Err(error) => {
                     self.reading.child_failed(&error);
@@ -201,16 +247,21 @@ impl<'de> Visitor<'de> for CheckedValue<'_> {
                 }
             }
             self.reading.path.pop();
+            index += 1;
         }
         self.reading.path.pop();
-        Ok(Value::Array(values))
+        self.reading.depth -= 1;
+        Ok(self.capture.then_some(Value::Array(values)))
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut entries: A) -> Result<Option<Value>, A::Error> {
+        let root = self.reading.depth == 0;
+        self.reading.depth += 1;
+        let mut keys = std::collections::BTreeSet::new();
         let mut object = serde_json::Map::new();
         while let Some(key) = entries.next_key::<String>()? {
             self.reading.path.push_key(&key);
-            if object.contains_key(&key) {
+            if keys.contains(&key) {
                 if self.reading.problem.is_none() {
                     self.reading.problem = Some(Problem::new(
                         self.reading.path.to_string(),
@@ -219,55 +270,98 @@ impl<'de> Visitor<'de> for CheckedValue<'_> {
                 }
                 return Err(de::Error::custom(format_args!("duplicate key `{key}`")));
             }
-            let item = entries.next_value_seed(CheckedValue {
+            // The top level's version and kind are kept, for the dispatch; nothing else is.
+            let kept = root && (key == "schema_version" || key == "kind");
+            let item = entries.next_value_seed(Scan {
                 reading: &mut *self.reading,
+                capture: self.capture || kept,
             });
             match item {
                 Ok(item) => {
-                    object.insert(key, item);
+                    if kept {
+                        let slot = if key == "kind" {
+                            &mut self.reading.kind
+                        } else {
+                            &mut self.reading.version
+                        };
+                        *slot = item;
+                    } else if let Some(item) = item {
+                        object.insert(key.clone(), item);
+                    }
                 }
                 Err(error) => {
                     self.reading.child_failed(&error);
                     return Err(error);
                 }
             }
+            keys.insert(key);
             self.reading.path.pop();
         }
-        Ok(Value::Object(object))
+        self.reading.depth -= 1;
+        Ok(self.capture.then_some(Value::Object(object)))
     }
 }
 
-/// Reads JSON text into a value with [`CheckedValue`]: a duplicate key or nesting too deep is a
-/// problem at its path, any other error a problem at `$` with serde_json's line and column.
-fn read_checked_value(source: &str) -> Result<Value, Problem> {
+/// Reads JSON text with [`Scan`]: a duplicate key or nesting too deep is a problem at its path,
+/// any other error a problem at `$` with serde_json's line and column.
+fn scan_text(source: &str) -> Result<Reading, Problem> {
     let mut reading = Reading {
         path: JsonPath::root(),
+        depth: 0,
         problem: None,
+        non_finite: Vec::new(),
+        root_not_object: None,
+        version: None,
+        kind: None,
     };
     let mut deserializer = serde_json::Deserializer::from_str(source);
-    let parsed = CheckedValue {
+    let scanned = Scan {
         reading: &mut reading,
+        capture: false,
     }
     .deserialize(&mut deserializer)
-    .and_then(|value| deserializer.end().map(|()| value));
-    parsed.map_err(|error| {
-        reading
+    .and_then(|_| deserializer.end());
+    match scanned {
+        Ok(()) => Ok(reading),
+        Err(error) => Err(reading
             .problem
             .take()
-            .unwrap_or_else(|| Problem::new("$", format!("not valid JSON: {error}")))
-    })
+            .unwrap_or_else(|| Problem::new("$", format!("not valid JSON: {error}")))),
+    }
 }
 
-/// Parses JSON text into a value, reporting non-finite numbers by path.
-fn parse_json(text: &str) -> Result<(Value, Vec<Problem>), Vec<Problem>> {
+/// Checks JSON text without building it: every non-finite number by path, in the order of the
+/// document's keys sorted (as a map of serde_json sorts them), and what the top level is.
+fn scan_json(text: &str) -> Result<(Reading, Vec<Problem>), Vec<Problem>> {
     let quoted = quote_non_finite_tokens(text);
     let source = quoted.as_deref().unwrap_or(text);
-    let mut value = read_checked_value(source).map_err(|problem| vec![problem])?;
-    let mut problems = Vec::new();
-    if quoted.is_some() {
-        take_non_finite_markers(&mut value, &mut JsonPath::root(), &mut problems);
+    let mut reading = scan_text(source).map_err(|problem| vec![problem])?;
+    let mut found = std::mem::take(&mut reading.non_finite);
+    found.sort_by(|left, right| left.0.cmp(&right.0));
+    let problems = found
+        .iter()
+        .map(|(path, token)| non_finite_problem(path, token))
+        .collect();
+    Ok((reading, problems))
+}
+
+/// What the first character of JSON text (after white space) says the document is, when that
+/// is an array or a string: a report is an object, so such a document is refused from its first
+/// byte, before any of it is read (an array of millions of numbers would otherwise be read
+/// whole). Other values are short, or are read as any document is.
+fn not_an_object_from_the_start(text: &str) -> Option<&'static str> {
+    let first = text
+        .bytes()
+        .find(|byte| !matches!(byte, b' ' | b'\t' | b'\n' | b'\r'))?;
+    match first {
+        b'[' => Some("an array"),
+        b'"' => Some("a string"),
+        _ => None,
     }
-    Ok((value, problems))
+}
+
+fn not_an_object(found: &str) -> Problem {
+    Problem::new("$", format!("a report is a JSON object, got {found}"))
 }
 
 fn versions_list() -> String {
@@ -286,22 +380,12 @@ fn kinds_list() -> String {
         .join(", ")
 }
 
-/// Reads the `schema_version` and `kind` of a parsed document, before anything else.
-fn dispatch(value: &Value) -> Result<ReportKind, Problem> {
-    let Some(object) = value.as_object() else {
-        let found = match value {
-            Value::Array(_) => "an array",
-            Value::String(_) => "a string",
-            Value::Number(_) => "a number",
-            Value::Bool(_) => "a boolean",
-            Value::Null | Value::Object(_) => "null",
-        };
-        return Err(Problem::new(
-            "$",
-            format!("a report is a JSON object, got {found}"),
-        ));
-    };
-    let version = match object.get("schema_version") {
+/// Reads the `schema_version` and `kind` of a scanned document, before anything else.
+fn dispatch(reading: &Reading) -> Result<ReportKind, Problem> {
+    if let Some(found) = reading.root_not_object {
+        return Err(not_an_object(found));
+    }
+    let version = match &reading.version {
         None => {
             return Err(Problem::new(
                 "$.schema_version",
@@ -334,7 +418,7 @@ fn dispatch(value: &Value) -> Result<ReportKind, Problem> {
             ));
         }
     }
-    match object.get("kind") {
+    match &reading.kind {
         None => Err(Problem::new(
             "$.kind",
             format!("missing; expected one of {}", kinds_list()),
@@ -372,10 +456,20 @@ fn field_problem(mut path: JsonPath, message: String) -> Problem {
     Problem::new(path.to_string(), message)
 }
 
-fn typed<T: DeserializeOwned>(value: Value) -> Result<T, Problem> {
-    serde_path_to_error::deserialize(value).map_err(|error| {
+/// The typed report read from JSON text that [`scan_json`] found sound, with the path of its
+/// first structural error. serde_json's line and column are left out of the message: the path
+/// says where.
+fn typed<T: DeserializeOwned>(text: &str) -> Result<T, Problem> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = JsonPath::from_serde(error.path());
-        field_problem(path, error.into_inner().to_string())
+        let inner = error.into_inner();
+        let mut message = inner.to_string();
+        let position = format!(" at line {} column {}", inner.line(), inner.column());
+        if inner.line() > 0 && message.ends_with(&position) {
+            message.truncate(message.len() - position.len());
+        }
+        field_problem(path, message)
     })
 }
 
@@ -482,26 +576,34 @@ fn parse_sound(text: &str) -> Option<Report> {
 /// Parses leniently: the typed report when the structure is sound (even if non-finite numbers
 /// were found and replaced), and every problem found so far.
 fn parse_lenient(text: &str) -> (Option<Report>, Vec<Problem>) {
+    if let Some(found) = not_an_object_from_the_start(text) {
+        return (None, vec![not_an_object(found)]);
+    }
     match parse_sound(text) {
         Some(report) => (Some(report), Vec::new()),
         None => parse_careful(text),
     }
 }
 
-/// The careful path: a [`Value`] tree first (non-finite numbers reported by path), then the
-/// version and kind, then the typed parse with the path of its first structural error.
+/// The careful path: the text is scanned first without being kept (non-finite numbers, duplicate
+/// keys and nesting too deep reported by path), then the version and kind, then the typed parse
+/// with the path of its first structural error. No tree of [`Value`]s is built: a document costs
+/// its typed report, as on the sound path.
 fn parse_careful(text: &str) -> (Option<Report>, Vec<Problem>) {
-    let (value, mut problems) = match parse_json(text) {
-        Ok(parsed) => parsed,
+    let (reading, mut problems) = match scan_json(text) {
+        Ok(scanned) => scanned,
         Err(problems) => return (None, problems),
     };
-    let kind = match dispatch(&value) {
+    let kind = match dispatch(&reading) {
         Ok(kind) => kind,
         Err(problem) => {
             problems.push(problem);
             return (None, problems);
         }
     };
+    drop(reading);
+    let zeroed = zero_non_finite_tokens(text);
+    let value = zeroed.as_deref().unwrap_or(text);
     let report = match kind {
         ReportKind::Analysis => {
             typed::<AnalysisReport>(value).map(|r| Report::Analysis(Box::new(r)))
@@ -578,12 +680,59 @@ mod tests {
     }
 
     #[test]
-    fn non_finite_numbers_are_reported_by_path() {
-        let (value, problems) =
-            parse_json(r#"{"a": [1, NaN], "b": {"c": -Infinity}}"#).expect("parses leniently");
-        assert_eq!(value["a"][1], Value::from(0));
+    fn non_finite_numbers_are_reported_by_path_in_the_order_of_sorted_keys() {
+        let (reading, problems) =
+            scan_json(r#"{"b": {"c": -Infinity}, "a": [1, NaN, {"z": NaN, "y": Infinity}]}"#)
+                .expect("parses leniently");
+        assert_eq!(reading.root_not_object, None);
         let paths: Vec<_> = problems.iter().map(|p| p.path.as_str()).collect();
-        assert_eq!(paths, ["$.a[1]", "$.b.c"]);
+        assert_eq!(paths, ["$.a[1]", "$.a[2].y", "$.a[2].z", "$.b.c"]);
+        assert_eq!(
+            problems[3].message,
+            "non-finite number -Infinity is not allowed; numbers must be finite"
+        );
+        assert_eq!(
+            zero_non_finite_tokens(r#"{"a": [NaN, "NaN", -Infinity]}"#).as_deref(),
+            Some(r#"{"a": [0, "NaN", 0]}"#)
+        );
+    }
+
+    #[test]
+    fn the_scan_keeps_only_the_version_and_kind_of_the_top_level() {
+        let (reading, problems) = scan_json(
+            r#"{"x": {"kind": "tensor", "schema_version": 3}, "kind": ["a", NaN],
+                "schema_version": NaN}"#,
+        )
+        .expect("parses");
+        assert_eq!(reading.version, Some(Value::from(0)));
+        assert_eq!(reading.kind, Some(serde_json::json!(["a", 0])));
+        let paths: Vec<_> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(paths, ["$.kind[1]", "$.schema_version"]);
+        for (text, found) in [("[1]", "an array"), ("3", "a number"), ("null", "null")] {
+            let (reading, _) = scan_json(text).expect("parses");
+            assert_eq!(reading.root_not_object, Some(found), "{text}");
+        }
+    }
+
+    #[test]
+    fn arrays_and_strings_are_refused_from_their_first_byte() {
+        for (text, found) in [
+            (" \n\t[", Some("an array")),
+            ("\r\n\"unterminated", Some("a string")),
+            ("{\"a\": []}", None),
+            ("3", None),
+            ("", None),
+        ] {
+            assert_eq!(not_an_object_from_the_start(text), found, "{text:?}");
+        }
+        // Not even valid JSON: what matters is that a report is an object.
+        let problems = parse_report("[0, 0, 0").expect_err("not an object");
+        assert_eq!(problems.len(), 1);
+        assert_eq!(problems[0].path, "$");
+        assert_eq!(
+            problems[0].message,
+            "a report is a JSON object, got an array"
+        );
     }
 
     #[test]

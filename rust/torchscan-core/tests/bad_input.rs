@@ -104,3 +104,35 @@ fn strings_with_controls_and_bidi_characters_show_escaped_in_text_and_html() {
         format_summary(&read_report(&text).expect("valid"))
     );
 }
+
+#[test]
+fn at_most_a_thousand_problems_are_listed_and_the_rest_counted() {
+    let example = fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../python/torchscan/data/example_workload.json"),
+    )
+    .expect("example");
+    let mut report: serde_json::Value = serde_json::from_str(&example).expect("JSON");
+    let timing = report["timing"].as_object_mut().expect("timing");
+    timing.remove("block_starts_s");
+    timing.insert(
+        "block_durations_s".to_owned(),
+        serde_json::json!(vec![0.0; 5000]),
+    );
+    let text = serde_json::to_string(&report).expect("JSON");
+    let problems = read_report(&text).expect_err("every block is 0 s long");
+    assert_eq!(problems.len(), 1001);
+    for (index, problem) in problems[..1000].iter().enumerate() {
+        assert_eq!(problem.path, format!("$.timing.block_durations_s[{index}]"));
+        assert_eq!(problem.message, "block durations must be positive, found 0");
+    }
+    let last = &problems[1000];
+    assert_eq!(last.path, "$");
+    // 4000 more blocks, and the latency, IQR and throughput that they do not give.
+    let (count, rest) = last.message.split_once(' ').expect("a count");
+    assert!(count.parse::<usize>().expect("a number") >= 4000, "{last}");
+    assert_eq!(
+        rest,
+        "more problems are not listed (at most 1000 are); fix the ones above first"
+    );
+}

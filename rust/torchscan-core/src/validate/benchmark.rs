@@ -46,6 +46,10 @@ pub(super) fn check_block_durations(c: &mut Checker, durations: &[f64]) {
     }
     for (index, duration) in durations.iter().enumerate() {
         if *duration <= 0.0 {
+            if c.is_full() {
+                c.omitted += 1;
+                continue;
+            }
             c.at_index(index, |c| {
                 c.problem(format!(
                     "block durations must be positive, found {duration}"
@@ -108,6 +112,10 @@ fn check_block_starts(c: &mut Checker, starts: &[f64], durations: &[f64]) {
         let (previous_start, start) = (pair[0], pair[1]);
         let previous_end = previous_start + previous_duration;
         if start.is_finite() && previous_end.is_finite() && !at_or_after(start, previous_end) {
+            if c.is_full() {
+                c.omitted += 1;
+                continue;
+            }
             c.at_index(index + 1, |c| {
                 c.problem(format!(
                     "starts at {start} s, before block {index} ended at {previous_end} s \

@@ -11,7 +11,7 @@ use crate::schema::common::throughput_unit;
 use crate::schema::distributed::DistributedBenchmarkReport;
 
 pub(super) fn check_distributed(c: &mut Checker, report: &DistributedBenchmarkReport) {
-    let before = c.problems.len();
+    let before = c.found();
     c.at("rank_reports", |c| {
         if report.rank_reports.is_empty() {
             c.problem("at least one rank report is required: the report of every rank");
@@ -42,7 +42,7 @@ pub(super) fn check_distributed(c: &mut Checker, report: &DistributedBenchmarkRe
         }
     });
     // Derived members are compared only with a merge of valid rank reports.
-    let rank_reports_valid = c.problems.len() == before;
+    let rank_reports_valid = c.found() == before;
     let unit = throughput_unit(&report.workload.work_unit);
     let metrics = &report.metrics;
     c.at("metrics", |c| {

@@ -27,10 +27,17 @@ pub fn approx_equal(left: f64, right: f64) -> bool {
     (left - right).abs() <= RECOMPUTE_RELATIVE_TOLERANCE * scale
 }
 
+/// The most problems a validation lists; past it they are counted, and one last problem says how
+/// many more there are. A report of millions of bad numbers (a timing array of zeros) would
+/// otherwise cost far more memory as problems than as text.
+pub const MAX_PROBLEMS: usize = 1000;
+
 /// Collects problems while walking a report, keeping the current JSON path.
 struct Checker {
     path: JsonPath,
     problems: Vec<Problem>,
+    /// Problems found past [`MAX_PROBLEMS`], counted only.
+    omitted: usize,
 }
 
 impl Checker {
@@ -38,6 +45,7 @@ impl Checker {
         Checker {
             path: JsonPath::root(),
             problems: Vec::new(),
+            omitted: 0,
         }
     }
 
@@ -55,10 +63,40 @@ impl Checker {
         self.path.pop();
     }
 
-    /// Records a problem at the current path.
+    /// Records a problem at the current path (counts it, past [`MAX_PROBLEMS`]).
     fn problem(&mut self, message: impl Into<String>) {
+        if self.is_full() {
+            self.omitted += 1;
+            return;
+        }
         self.problems
             .push(Problem::new(self.path.to_string(), message.into()));
+    }
+
+    /// How many problems were found so far, listed or counted.
+    fn found(&self) -> usize {
+        self.problems.len() + self.omitted
+    }
+
+    /// Whether [`MAX_PROBLEMS`] are listed: a check of many items can then count its problems
+    /// without writing their messages.
+    fn is_full(&self) -> bool {
+        self.problems.len() >= MAX_PROBLEMS
+    }
+
+    /// The problems, with one more that counts those past [`MAX_PROBLEMS`].
+    fn finish(mut self) -> Vec<Problem> {
+        if self.omitted > 0 {
+            self.problems.push(Problem::new(
+                "$",
+                format!(
+                    "{} more problems are not listed (at most {MAX_PROBLEMS} are); fix the ones \
+                     above first",
+                    self.omitted
+                ),
+            ));
+        }
+        self.problems
     }
 
     /// Records a problem at a member of the current path.
@@ -311,5 +349,5 @@ pub fn check_report(report: &Report) -> Vec<Problem> {
         Report::DistributedBenchmark(r) => check_distributed(c, r),
     }
     debug_assert!(ReportKind::ALL.contains(&report.kind()));
-    checker.problems
+    checker.finish()
 }
