@@ -181,6 +181,15 @@ pub enum MergeError {
     },
     /// The job's step times cannot be summarised (a duration that is not finite).
     Timing(String),
+    /// A number the merged report states is past the largest finite float: a sum of the ranks'
+    /// numbers (their barrier waits, their work units per call) or the job's throughput. Each
+    /// rank report is valid, but the merged report could not be.
+    Overflow {
+        /// What overflows, for people: `the sum of rank 1's barrier waits`.
+        what: String,
+        /// The numbers it is made of, for people.
+        from: String,
+    },
 }
 
 impl MergeError {
@@ -326,6 +335,11 @@ impl MergeError {
             MergeError::Timing(why) => {
                 format!("the job's step times cannot be summarised: {why}")
             }
+            MergeError::Overflow { what, from } => format!(
+                "{what} is past the largest float ({:e}), so the merged report cannot state it \
+                 ({from}); the rank reports hold numbers too large to merge",
+                f64::MAX
+            ),
         }
     }
 }
@@ -835,8 +849,26 @@ fn find_straggler(
     })
 }
 
-/// A rank's row.
-fn rank_summary(rank: &Rank<'_>) -> RankSummary {
+/// The sum of a rank's barrier waits (0 without any), refused when it is past the largest float.
+fn barrier_wait_sum(rank: &Rank<'_>) -> Result<f64, MergeError> {
+    let waits = rank.timing.barrier_waits_s.as_deref().unwrap_or_default();
+    let sum: f64 = waits.iter().sum();
+    if sum.is_finite() {
+        Ok(sum)
+    } else {
+        Err(MergeError::Overflow {
+            what: format!("the sum of rank {}'s barrier waits", rank.place.rank),
+            from: format!(
+                "{} waits, the largest {:e} s",
+                waits.len(),
+                waits.iter().copied().fold(0.0, f64::max)
+            ),
+        })
+    }
+}
+
+/// A rank's row, with the sum of its barrier waits.
+fn rank_summary(rank: &Rank<'_>, barrier_wait_s: f64) -> RankSummary {
     let metrics = &rank.report.metrics;
     let process_rss_peak = metrics.rank_process_rss_peak.clone().unwrap_or_else(|| {
         MetricResult::unavailable(
@@ -852,11 +884,7 @@ fn rank_summary(rank: &Rank<'_>) -> RankSummary {
         host: rank.place.host.clone(),
         device: rank.report.context.device.clone(),
         latency: metrics.latency.clone(),
-        barrier_wait_s: rank
-            .timing
-            .barrier_waits_s
-            .as_ref()
-            .map_or(0.0, |waits| waits.iter().sum()),
+        barrier_wait_s,
         tensor_memory_peak: metrics.tensor_memory_peak.clone(),
         allocator_reserved_peak: metrics.allocator_reserved_peak.clone(),
         process_rss_peak,
@@ -1000,10 +1028,37 @@ pub fn merge_rank_reports(
         .collect();
     let step_times: Vec<f64> = blocks.iter().map(|block| block.step_time_s).collect();
     let step = stats::block_timing(&step_times, calls_per_block).map_err(stats_error)?;
+    let barrier_waits = ranks
+        .iter()
+        .map(barrier_wait_sum)
+        .collect::<Result<Vec<f64>, MergeError>>()?;
     let work_units_per_call: f64 = ranks
         .iter()
         .map(|rank| rank.report.workload.work_units)
         .sum();
+    if !work_units_per_call.is_finite() {
+        return Err(MergeError::Overflow {
+            what: "the job's work units per call, the sum of the ranks'".to_owned(),
+            from: format!(
+                "{} ranks, the largest {:e}",
+                ranks.len(),
+                ranks
+                    .iter()
+                    .map(|rank| rank.report.workload.work_units)
+                    .fold(0.0, f64::max)
+            ),
+        });
+    }
+    let job_throughput = step.throughput(work_units_per_call);
+    if !job_throughput.is_finite() {
+        return Err(MergeError::Overflow {
+            what: "the job's throughput".to_owned(),
+            from: format!(
+                "{work_units_per_call:e} work units per call x {} calls / {:e} s of step times",
+                step.calls, step.timed_s
+            ),
+        });
+    }
     // The most any rank counted (a group of some ranks only adds to theirs); absent when a rank
     // could not count them.
     let collectives_per_call = ranks
@@ -1054,7 +1109,7 @@ pub fn merge_rank_reports(
             ),
         ),
         throughput: MetricResult::complete(
-            step.throughput(work_units_per_call),
+            job_throughput,
             &throughput_unit(work_unit),
             "every rank's work over all aligned blocks",
             "the sum of every rank's work_units x calls per block x blocks / the sum of the \
@@ -1102,7 +1157,11 @@ pub fn merge_rank_reports(
         blocks,
         metrics,
         straggler,
-        ranks: ranks.iter().map(rank_summary).collect(),
+        ranks: ranks
+            .iter()
+            .zip(barrier_waits)
+            .map(|(rank, waits)| rank_summary(rank, waits))
+            .collect(),
         rank_reports: ranks.iter().map(|rank| rank.report.clone()).collect(),
     })
 }
@@ -1138,7 +1197,16 @@ fn across_ranks<'a>(
         }
     }
     match combined {
-        Some(value) => MetricResult::complete(value, unit, scope, method),
+        Some(value) if value.is_finite() => MetricResult::complete(value, unit, scope, method),
+        Some(_) => MetricResult::unavailable(
+            unit,
+            scope,
+            method,
+            &format!(
+                "the ranks' {key} together are past the largest float ({:e})",
+                f64::MAX
+            ),
+        ),
         None => MetricResult::unavailable(unit, scope, method, "no rank reports"),
     }
 }
@@ -1174,7 +1242,8 @@ fn worst_noise(
 /// A merged report read as one `benchmark` of the whole job, as comparisons read it: latency is
 /// the step time (per block, the slowest rank's time per call), throughput the job's, work units
 /// per call every rank's; memory is the largest rank's peak and operator FLOPs the sum over the
-/// ranks (unavailable unless complete on every rank); noise is the worst rank's.
+/// ranks (unavailable unless complete on every rank, and when the sum is past the largest float);
+/// noise is the worst rank's.
 pub fn job_view(report: &DistributedBenchmarkReport) -> BenchmarkReport {
     let by_rank = |pick: fn(&RankSummary) -> &MetricResult| {
         report

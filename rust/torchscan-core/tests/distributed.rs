@@ -1277,3 +1277,118 @@ fn the_job_counts_the_most_collectives_any_rank_counted() {
     }
     assert_eq!(merged(&reports).job.collectives_per_call, None);
 }
+
+/// `report` with `work_units` per call, its throughput recomputed so that it stays valid.
+fn with_work_units(mut report: BenchmarkReport, work_units: f64) -> BenchmarkReport {
+    let timing = report.timing.as_ref().expect("timing");
+    let stats = block_timing(&timing.block_durations_s, timing.calls_per_block).expect("timing");
+    report.workload.work_units = work_units;
+    report.metrics.throughput = MetricResult::complete(
+        stats.throughput(work_units),
+        "samples/s",
+        "all timed blocks",
+        "work_units x calls / timed seconds",
+    );
+    assert_eq!(
+        problems_of(&json(&report)),
+        Vec::new(),
+        "a valid rank report"
+    );
+    report
+}
+
+/// The merge of valid rank reports is refused with `expected` by the typed merge and by the JSON
+/// merge alike, and no report is written.
+fn assert_overflow_refused(reports: &[BenchmarkReport], expected: &str) {
+    for report in reports {
+        assert_eq!(
+            problems_of(&json(report)),
+            Vec::new(),
+            "a valid rank report"
+        );
+    }
+    match merge_rank_reports(reports) {
+        Err(error @ MergeError::Overflow { .. }) => assert_eq!(error.to_string(), expected),
+        other => panic!("expected an overflow refusal, got {other:?}"),
+    }
+    let texts: Vec<String> = reports.iter().map(json).collect();
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+    match merge_rank_reports_json(&refs) {
+        Err(MergeFailure::Refused(error)) => assert_eq!(error.to_string(), expected),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn barrier_waits_summing_past_the_float_range_refuse_the_merge() {
+    let mut reports = two_ranks();
+    // Each wait is finite, so the rank report is valid; their sum is not.
+    reports[1].timing.as_mut().expect("timing").barrier_waits_s = Some(vec![1e308; 8]);
+    assert_overflow_refused(
+        &reports,
+        "the sum of rank 1's barrier waits is past the largest float (1.7976931348623157e308), \
+         so the merged report cannot state it (8 waits, the largest 1e308 s); the rank reports \
+         hold numbers too large to merge",
+    );
+    // One wait that large is stated as it is.
+    reports[1].timing.as_mut().expect("timing").barrier_waits_s =
+        Some([vec![1e308], vec![0.0; 7]].concat());
+    let report = merged(&reports);
+    assert_eq!(report.ranks[1].barrier_wait_s, 1e308);
+    assert_eq!(problems_of(&merged_json(&report)), Vec::new());
+}
+
+#[test]
+fn work_units_or_a_job_throughput_past_the_float_range_refuse_the_merge() {
+    // Twenty ranks of 1e307 work units per call each: every rank's throughput is finite, the
+    // job's work units per call are not.
+    let durations = [1024.0; 4];
+    let rows: Vec<&[f64]> = (0..20).map(|_| &durations[..]).collect();
+    let reports: Vec<BenchmarkReport> = job(&rows)
+        .into_iter()
+        .map(|report| with_work_units(report, 1e307))
+        .collect();
+    assert_overflow_refused(
+        &reports,
+        "the job's work units per call, the sum of the ranks' is past the largest float \
+         (1.7976931348623157e308), so the merged report cannot state it (20 ranks, the largest \
+         1e307); the rank reports hold numbers too large to merge",
+    );
+    // Two ranks of 1e307 work units in 8 calls over 0.5 s: 1.6e308 per second each, which is
+    // finite, and 3.2e308 for the job, which is not.
+    let reports: Vec<BenchmarkReport> = job(&[&[128.0; 4], &[128.0; 4]])
+        .into_iter()
+        .map(|report| with_work_units(report, 1e307))
+        .collect();
+    assert_overflow_refused(
+        &reports,
+        "the job's throughput is past the largest float (1.7976931348623157e308), so the \
+         merged report cannot state it (2e307 work units per call x 8 calls / 5e-1 s of step \
+         times); the rank reports hold numbers too large to merge",
+    );
+}
+
+#[test]
+fn operator_flops_summing_past_the_float_range_are_unavailable_in_the_job_view() {
+    let mut report = merged(&two_ranks());
+    for rank in &mut report.rank_reports {
+        rank.metrics.operator_flops = MetricResult::complete(
+            1e308,
+            "FLOPs",
+            "one call: every dispatched operator",
+            "operator FLOP formulas under a dispatch mode",
+        );
+    }
+    let view = job_view(&report);
+    assert_eq!(
+        view.metrics.operator_flops.status,
+        MetricStatus::Unavailable
+    );
+    assert_eq!(view.metrics.operator_flops.value, None);
+    assert_eq!(
+        view.metrics.operator_flops.reason.as_deref(),
+        Some(
+            "the ranks' operator_flops together are past the largest float (1.7976931348623157e308)"
+        )
+    );
+}

@@ -97,7 +97,9 @@ Examples:
 The merge is the one torchscan.merge_rank_reports returns: the same rank reports, in any order,
 give the same JSON, byte for byte. It is refused (exit 1, the reason on standard error) when a
 report is not a `benchmark` of a rank of a distributed job, when ranks are missing or given twice,
-or when the ranks' world sizes, backends, workloads, settings or aligned blocks differ.
+when the ranks' world sizes, backends, workloads, settings or aligned blocks differ, or when a
+number of the merged report (a rank's summed barrier waits, the job's work units per call or its
+throughput) is past the largest float.
 Exit codes: 0 ok, 1 invalid input or rank reports that cannot be merged, 2 usage (including `-`
 named twice, an input that cannot be read and an output, -o FILE or standard output, that cannot
 be written).";
