@@ -8,9 +8,13 @@ import pytest
 
 import torchscan
 from torchscan import InvalidArgumentError, ReportComparisonError, compare_benchmarks
-from torchscan.cli import example_report_text
 
 from .conftest import FIXTURES
+
+
+def example_report_text() -> str:
+    """The README workload's report of one 1 s run (150 blocks), whose blocks the tests scale."""
+    return (FIXTURES / "reports" / "benchmark_readme_m3_pro.json").read_text(encoding="utf-8")
 
 
 def scaled(factor: float) -> dict:

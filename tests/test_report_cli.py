@@ -14,7 +14,7 @@ from torchscan import _core, compare_benchmarks, validate_report
 from .conftest import FIXTURES, ROOT
 
 REPORTS = FIXTURES / "reports"
-EXAMPLE = ROOT / "python" / "torchscan" / "data" / "example_workload.json"
+EXAMPLE = REPORTS / "benchmark_readme_m3_pro.json"
 README_CPU = REPORTS / "benchmark_readme_cpu.json"
 CUDA = REPORTS / "benchmark_cuda_full.json"
 CHECKS = {

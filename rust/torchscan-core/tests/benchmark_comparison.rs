@@ -21,7 +21,7 @@ fn fixture(relative: &str) -> String {
 }
 
 fn example() -> String {
-    fixture("python/torchscan/data/example_workload.json")
+    fixture("tests/fixtures/reports/benchmark_readme_m3_pro.json")
 }
 
 /// The example workload's block durations.

@@ -247,8 +247,8 @@ fn fixture_page(relative: &str) -> String {
 
 #[test]
 fn slow_outlier_blocks_sit_hollow_on_the_top_edge() {
-    // 15 of the example's 150 blocks lie more than 1.5 IQRs above Q3 (up to 27.46 us per call).
-    let page = fixture_page("python/torchscan/data/example_workload.json");
+    // 15 of the README run's 150 blocks lie more than 1.5 IQRs above Q3 (up to 27.46 us per call).
+    let page = fixture_page("tests/fixtures/reports/benchmark_readme_m3_pro.json");
     assert_eq!(page.matches("<circle class=\"pt\"").count(), 135);
     assert_eq!(page.matches("<circle class=\"pt out\"").count(), 15);
     assert!(

@@ -403,7 +403,7 @@ const CHECK_FAILED: &str = "reports/output_check_failed.json";
 
 fn candidate_path() -> String {
     repo_root()
-        .join("python/torchscan/data/example_workload.json")
+        .join("tests/fixtures/reports/benchmark_readme_m3_pro.json")
         .to_string_lossy()
         .into_owned()
 }
