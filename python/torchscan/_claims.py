@@ -69,7 +69,8 @@ def _conflict(claim: _Claim, path: str, holder: _Claim) -> ConcurrentAnalysisErr
 def _take(named_modules: list[tuple[str, Any]], claim: _Claim) -> None:
     """Claim every module or none: ``ConcurrentAnalysisError`` before anything is held."""
     with _LOCK:
-        for path, module in named_modules:
+        # Nothing held by anyone (the common case): there is no conflict to look for.
+        for path, module in named_modules if _HELD else ():
             entry = _HELD.get(id(module))
             if entry is None or entry[0]() is not module:
                 continue

@@ -104,35 +104,6 @@ def _tensor_memory_pass(
     return tracker.tensor_memory_peak(), diagnostics
 
 
-def _kernel_size(module: Any) -> list[int] | None:
-    """A module's ``kernel_size`` attribute as a list of sizes (convolution, pooling), if any."""
-    kernel = module.__dict__.get("kernel_size")
-    if kernel is None or isinstance(kernel, bool):
-        return None
-    if isinstance(kernel, int):
-        return [kernel] if kernel >= 0 else None
-    if isinstance(kernel, (tuple, list)) and all(
-        isinstance(size, int) and not isinstance(size, bool) and size >= 0 for size in kernel
-    ):
-        return list(kernel)
-    return None
-
-
-def _add_kernel_sizes(layers: list[Layer], named_modules: list[tuple[str, Any]]) -> None:
-    """Adds ``kernel_size`` to the layers of modules that hold one (torchinfo's kernel column)."""
-    kernels: dict[str, list[int]] = {}
-    for path, module in named_modules:
-        kernel = _kernel_size(module)
-        if kernel is not None:
-            kernels.setdefault(path, kernel)
-    if not kernels:
-        return
-    for layer in layers:
-        kernel = kernels.get(layer["path"])
-        if kernel is not None:
-            layer["kernel_size"] = list(kernel)
-
-
 def _device_names(model_devices: Iterable[Any], inputs: Iterable[Any]) -> list[str]:
     """The devices of the model's tensors and of the input tensors, by name, sorted."""
     return sorted({str(device) for device in (*model_devices, *(t.device for t in inputs))})
@@ -194,11 +165,12 @@ def _analyse(
     flags_before = current_flags()
     # One walk of the module tree serves the hooks, the training flags and the storage totals.
     named_modules = _all_named_modules(model)
-    recorder_modules = list({id(module): module for _, module in named_modules}.values())
-    training = [module.training for module in recorder_modules]
     full = mode == "full"
-    all_inputs = iter_tensors((positional, keywords))
     recorder = _Recorder(named_modules, [] if full else None)
+    # Each module once, as the recorder keeps them (a module under several paths once).
+    recorder_modules = recorder.modules
+    training = [module.training for module in recorder_modules]
+    all_inputs = iter_tensors((positional, keywords))
     counter = _crawl_counter(recorder) if full else None
     # The modules are this analysis's until their state is restored; another analysis of any of
     # them (another thread, or one started inside this forward) is refused before it changes a
@@ -256,7 +228,6 @@ def _analyse(
         log=recorder.log,
         seeds=[(id(tensor), tensor.dim()) for tensor in iter_tensors(positional)],
     )
-    _add_kernel_sizes(assembly.layers, named_modules)
     if counter is not None:
         counter._apply_formulas(assembly.tallies)
         operator_flops = counter.report(assembly.by_module, class_name(model))

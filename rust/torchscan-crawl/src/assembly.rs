@@ -13,7 +13,7 @@ use pyo3::IntoPyObjectExt;
 use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyInt, PyList, PyString, PyTuple};
 
 use torchscan_core::call_tree::{CallTree, OwnOperators, path_totals, post_order};
 use torchscan_core::schema::common::exact_integer;
@@ -827,6 +827,9 @@ fn assemble<'py>(
         field_numbers(py, &field, &metrics)?;
         layer.set_item(intern!(py, "metrics"), metrics)?;
         layer.set_item(intern!(py, "receptive_field"), field)?;
+        if let Some(kernel) = kernel_size(module.module.bind(py))? {
+            layer.set_item(intern!(py, "kernel_size"), kernel)?;
+        }
         layers.append(layer)?;
     }
     let by_module = PyList::empty(py);
@@ -862,6 +865,50 @@ fn assemble<'py>(
         tallies,
         output_dtypes: output_dtypes.take(),
     })
+}
+
+/// A size of `kernel_size`: an integer (not a boolean) of at least 0.
+fn is_size(value: &Bound<'_, PyAny>) -> PyResult<bool> {
+    Ok(value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>() && value.ge(0)?)
+}
+
+/// The module's own `kernel_size` attribute (convolution, pooling) as a list of sizes, for
+/// torchinfo's kernel column: `[k]` for one size, the sizes of a tuple or list, each the
+/// object the module holds; `None` without one, or when it holds anything else (a boolean, a
+/// negative number, a string).
+fn kernel_size<'py>(module: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyList>>> {
+    let py = module.py();
+    let Ok(attributes) = module.getattr(intern!(py, "__dict__")) else {
+        return Ok(None);
+    };
+    let Ok(attributes) = attributes.cast_into::<PyDict>() else {
+        return Ok(None);
+    };
+    let Some(kernel) = attributes.get_item(intern!(py, "kernel_size"))? else {
+        return Ok(None);
+    };
+    if kernel.is_instance_of::<PyBool>() {
+        return Ok(None);
+    }
+    if kernel.is_instance_of::<PyInt>() {
+        return Ok(if is_size(&kernel)? {
+            Some(PyList::new(py, [kernel])?)
+        } else {
+            None
+        });
+    }
+    if !(kernel.is_instance_of::<PyTuple>() || kernel.is_instance_of::<PyList>()) {
+        return Ok(None);
+    }
+    let sizes = PyList::empty(py);
+    for size in kernel.try_iter()? {
+        let size = size?;
+        if !is_size(&size)? {
+            return Ok(None);
+        }
+        sizes.append(size)?;
+    }
+    Ok(Some(sizes))
 }
 
 /// Gives each call the FLOPs, DMAs and uncounted operator names of the operators it ran itself
