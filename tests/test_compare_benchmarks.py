@@ -142,3 +142,40 @@ def test_context_differences_are_named_plainly() -> None:
     # Only what differs is named, and never as debug text.
     assert "inference_mode" not in mismatch["message"]
     assert "Some(" not in mismatch["message"] and "Flags {" not in mismatch["message"]
+
+
+def with_blocks(scale: float, work_units: float) -> dict:
+    """The README workload's report with 150 one-call blocks of about ``scale`` seconds."""
+    report = json.loads(example_report_text())
+    timing = report["timing"]
+    timing["calls_per_block"] = 1
+    timing["block_durations_s"] = [scale * (1 + (i % 7) / 100) for i in range(150)]
+    report["workload"]["work_units"] = work_units
+    recomputed = torchscan._core.block_timing(timing["block_durations_s"], 1)
+    for key, value in (
+        ("latency", recomputed.latency_s),
+        ("latency_iqr", recomputed.latency_iqr_s),
+        ("throughput", work_units * recomputed.calls / recomputed.timed_s),
+    ):
+        report["metrics"][key]["value"] = report["metrics"][key]["known_value"] = value
+    torchscan.validate_report(report)
+    return report
+
+
+def test_a_subnormal_baseline_latency_gives_a_valid_comparison_not_a_runtime_error() -> None:
+    """A valid baseline whose latency is the smallest float (5e-324 s) against 1 ms: the ratio
+    is past the range of a float, so it is null with the reason, and the verdict is
+    inconclusive; before, the core found its own comparison invalid (a bare RuntimeError)."""
+    baseline, candidate = with_blocks(5e-324, 5e-324), with_blocks(1e-3, 5e-324)
+    assert baseline["metrics"]["latency"]["value"] == 5e-324
+    report = compare_benchmarks(baseline, candidate)
+    assert torchscan.validate_report(report) == "benchmark_comparison"
+    latency = next(d for d in report["deltas"] if d["metric"] == "latency")
+    assert latency["status"] == "complete"
+    assert latency["ratio"] is None
+    assert latency["verdict"] == "inconclusive"
+    assert latency["reason"].startswith(
+        "the ratio candidate / baseline (1.03e-3 / 5e-324) is past the range of a float, so it "
+        "is not stated; "
+    )
+    assert "why: the ratio candidate / baseline" in torchscan.format_summary(report)

@@ -158,9 +158,9 @@ fn paired_interval(
             left.push(baseline[index]);
             right.push(candidate[index]);
         }
-        if let Some(value) = statistic(&left, &right) {
-            values.push(value);
-        }
+        // A resample whose statistic is not a finite number (a ratio past the float range)
+        // leaves no interval: one over the other resamples only would be biased.
+        values.push(statistic(&left, &right).filter(|value| value.is_finite())?);
     }
     let tail = (1.0 - options.confidence_level) / 2.0;
     let low = stats::quantile(&values, tail).ok()?;
@@ -184,7 +184,7 @@ fn median_of_ratios(baseline: &[f64], candidate: &[f64]) -> Option<f64> {
 fn throughput_ratio(baseline: &[f64], candidate: &[f64]) -> Option<f64> {
     let base = stats::mean(baseline).ok()?;
     let cand = stats::mean(candidate).ok().filter(|m| *m > 0.0)?;
-    Some(base / cand)
+    Some(base / cand).filter(|ratio| ratio.is_finite())
 }
 
 /// Whether both reports' blocks pair up round by round; the reason when they do not.
@@ -245,6 +245,36 @@ fn not_given(metric: &str, unit: &str, status: DeltaStatus, reason: String) -> M
     }
 }
 
+/// `candidate / baseline` where it is a float that says it: `None` for a baseline of 0, and
+/// `None` with the reason when the quotient of two valid numbers is past the float range (a
+/// subnormal baseline latency, `5e-324` s) or below it (a nonzero candidate whose ratio rounds to
+/// 0). The delta (`candidate - baseline`) of two non-negative floats is always finite.
+fn ratio_of(candidate: f64, baseline: f64) -> (Option<f64>, Option<String>) {
+    if baseline == 0.0 {
+        return (None, None);
+    }
+    let ratio = candidate / baseline;
+    if ratio.is_finite() && (ratio > 0.0 || candidate == 0.0) {
+        return (Some(ratio), None);
+    }
+    let side = if ratio.is_finite() { "below" } else { "past" };
+    (
+        None,
+        Some(format!(
+            "the ratio candidate / baseline ({candidate:e} / {baseline:e}) is {side} the range \
+             of a float, so it is not stated"
+        )),
+    )
+}
+
+/// Adds `reason` to the delta's reason, after what it already says.
+fn add_reason(delta: &mut MetricDelta, reason: String) {
+    delta.reason = Some(match delta.reason.take() {
+        Some(before) => format!("{before}; {reason}"),
+        None => reason,
+    });
+}
+
 fn plain_delta(metric: &str, baseline: &MetricResult, candidate: &MetricResult) -> MetricDelta {
     match (
         baseline.status,
@@ -252,20 +282,23 @@ fn plain_delta(metric: &str, baseline: &MetricResult, candidate: &MetricResult) 
         baseline.value,
         candidate.value,
     ) {
-        (MetricStatus::Complete, MetricStatus::Complete, Some(base), Some(cand)) => MetricDelta {
-            metric: metric.to_owned(),
-            unit: baseline.unit.clone(),
-            status: DeltaStatus::Complete,
-            baseline: Some(base),
-            candidate: Some(cand),
-            delta: Some(cand - base),
-            ratio: (base != 0.0).then(|| cand / base),
-            ratio_ci_low: None,
-            ratio_ci_high: None,
-            verdict: None,
-            reason: None,
-            method: None,
-        },
+        (MetricStatus::Complete, MetricStatus::Complete, Some(base), Some(cand)) => {
+            let (ratio, reason) = ratio_of(cand, base);
+            MetricDelta {
+                metric: metric.to_owned(),
+                unit: baseline.unit.clone(),
+                status: DeltaStatus::Complete,
+                baseline: Some(base),
+                candidate: Some(cand),
+                delta: Some(cand - base),
+                ratio,
+                ratio_ci_low: None,
+                ratio_ci_high: None,
+                verdict: None,
+                reason,
+                method: None,
+            }
+        }
         _ => {
             let weaker = baseline.status.weaker(candidate.status);
             let status = if weaker == MetricStatus::Partial {
@@ -570,6 +603,10 @@ fn apart_interval(
         // Throughput is proportional to the inverse of the mean time per call.
         (1.0 / found.high, 1.0 / found.low)
     };
+    if !(low.is_finite() && high.is_finite()) {
+        // An end that underflowed to 0 (or a subnormal one) has no finite inverse.
+        return Err("the interval does not fit in a finite float".to_owned());
+    }
     let method = format!(
         "measured apart: Welch's t interval at {}% of the ratio of {} per call, from batch means \
          over {} and {} time-ordered segments of consecutive blocks (one value per segment, the \
@@ -590,6 +627,16 @@ fn apart_interval(
         found.degrees_of_freedom,
     );
     Ok((low, high, method))
+}
+
+/// Work units per call as people write them: `32`, `0.5`, and `1e-300` rather than three
+/// hundred zeros.
+fn work_text(work_units: f64) -> String {
+    if work_units != 0.0 && !(1e-4..1e16).contains(&work_units.abs()) {
+        format!("{work_units:e}")
+    } else {
+        format!("{work_units}")
+    }
 }
 
 fn check_options(options: &CompareOptions) -> Result<(), BenchCompareError> {
@@ -642,8 +689,16 @@ pub fn compare_benchmarks_with(
     let (base_work, cand_work) = (&baseline.workload, &candidate.workload);
     if base_work.work_unit != cand_work.work_unit || base_work.work_units != cand_work.work_units {
         return Err(BenchCompareError::DifferentWork {
-            baseline: format!("{} {}", base_work.work_units, base_work.work_unit),
-            candidate: format!("{} {}", cand_work.work_units, cand_work.work_unit),
+            baseline: format!(
+                "{} {}",
+                work_text(base_work.work_units),
+                base_work.work_unit
+            ),
+            candidate: format!(
+                "{} {}",
+                work_text(cand_work.work_units),
+                cand_work.work_unit
+            ),
         });
     }
     let mut diagnostics = Vec::new();
@@ -802,9 +857,11 @@ pub fn compare_benchmarks_with(
                         options.bootstrap_resamples,
                         options.seed,
                     );
-                    found
-                        .map(|(low, high)| (low, high, method))
-                        .ok_or_else(|| "no resample gave a finite ratio".to_owned())
+                    found.map(|(low, high)| (low, high, method)).ok_or_else(|| {
+                        "the interval does not fit in a finite float: a resampled ratio is \
+                             past the range of a float"
+                            .to_owned()
+                    })
                 }
             };
             let found = match interval {
@@ -816,40 +873,54 @@ pub fn compare_benchmarks_with(
                     if noise.is_empty() {
                         plain
                     } else if pairing == Pairing::Rounds {
-                        delta.reason = Some(format!(
-                            "timed on a noisy machine ({noise_text}); the two sides were \
+                        add_reason(
+                            &mut delta,
+                            format!(
+                                "timed on a noisy machine ({noise_text}); the two sides were \
                              interleaved, so the load fell on both blocks of each round alike \
                              and the interval of per-round ratios includes its effect"
-                        ));
+                            ),
+                        );
                         plain
                     } else {
                         let weighed =
                             noisy_verdict(low, high, options.min_effect, allowance, latency);
-                        delta.reason = Some(format!(
-                            "measured apart on a noisy machine ({noise_text}), the two \
+                        add_reason(
+                            &mut delta,
+                            format!(
+                                "measured apart on a noisy machine ({noise_text}), the two \
                              reports can differ by the noise alone, up to {:.2} times; a change \
                              is called only when the whole interval lies beyond that and the \
                              {}% minimum effect together, and no change is never concluded{}; \
                              compare in one run (compare_workloads) or measure on a quiet \
                              machine",
-                            allowance,
-                            options.min_effect * 100.0,
-                            if weighed == plain {
-                                String::new()
-                            } else {
-                                format!(" (the interval alone says {})", plain.as_str())
-                            },
-                        ));
+                                allowance,
+                                options.min_effect * 100.0,
+                                if weighed == plain {
+                                    String::new()
+                                } else {
+                                    format!(" (the interval alone says {})", plain.as_str())
+                                },
+                            ),
+                        );
                         weighed
                     }
                 }
                 Err(why) => {
                     delta.method = Some(
-                        "measured apart: batch means over time-ordered segments of blocks \
-                         (not computed)"
-                            .to_owned(),
+                        match pairing {
+                            Pairing::Independent => {
+                                "measured apart: batch means over time-ordered segments of \
+                                 blocks (not computed)"
+                            }
+                            Pairing::Rounds => {
+                                "one interleaved run: percentile bootstrap interval over the \
+                                 rounds resampled whole (not computed)"
+                            }
+                        }
+                        .to_owned(),
                     );
-                    delta.reason = Some(why);
+                    add_reason(&mut delta, why);
                     Verdict::Inconclusive
                 }
             };

@@ -148,6 +148,16 @@ pub(super) fn check_comparison(c: &mut Checker, report: &BenchmarkComparisonRepo
                     ("ratio_ci_low", delta.ratio_ci_low),
                     ("ratio_ci_high", delta.ratio_ci_high),
                 ];
+                // Read from JSON every number is finite; a comparison made in memory is checked
+                // here before it is written, where a number past the float range would become
+                // `null`.
+                for (key, number) in numbers {
+                    if let Some(number) = number
+                        && !number.is_finite()
+                    {
+                        c.problem_at(key, format!("must be a finite number, found {number}"));
+                    }
+                }
                 if delta.status == DeltaStatus::Complete {
                     match (delta.baseline, delta.candidate, delta.delta) {
                         (Some(baseline), Some(candidate), Some(change)) => {
