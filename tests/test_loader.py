@@ -176,6 +176,64 @@ def test_each_file_gets_its_own_siblings_and_the_first_keeps_the_plain_names(
     assert sys.path[-2:] == [str(old.parent), str(new.parent)]
 
 
+@pytest.mark.parametrize("module_first", [True, False])
+def test_a_module_reference_and_a_file_reference_each_import_their_own_sibling(
+    tmp_path: Path, fresh_loader: None, monkeypatch: pytest.MonkeyPatch, module_first: bool
+) -> None:
+    # compare bench:workload new/bench.py:workload, run in old/ (which python -m puts on
+    # sys.path): each bench imports the model.py of its own folder, in either order.
+    old, new = two_versions(tmp_path.resolve())
+    monkeypatch.syspath_prepend(str(old.parent))
+    if module_first:
+        by_name = _references.import_module("bench")
+        by_file = _references.import_file(str(new))
+    else:
+        by_file = _references.import_file(str(new))
+        by_name = _references.import_module("bench")
+    assert by_name.model.__file__ == str(old.with_name("model.py"))
+    assert by_file.model.__file__ == str(new.with_name("model.py"))
+    assert (by_name.model.LAYERS, by_file.model.LAYERS) == (1, 2)
+
+
+LAZY = """
+def workload():
+    import model
+
+    return model.LAYERS
+
+
+def workload_from():
+    from model import LAYERS
+
+    return LAYERS
+
+
+def workload_submodule():
+    import pkg.part
+
+    return pkg.part.VALUE
+"""
+
+
+def test_imports_inside_the_workload_find_the_files_own_siblings(
+    tmp_path: Path, fresh_loader: None
+) -> None:
+    # The workloads import their siblings only when called, after both files are imported.
+    for folder, layers in (("old", 1), ("new", 2)):
+        write(tmp_path / folder / "model.py", f"LAYERS = {layers}\n")
+        write(tmp_path / folder / "pkg" / "__init__.py", "")
+        write(tmp_path / folder / "pkg" / "part.py", f"VALUE = {layers * 10}\n")
+        write(tmp_path / folder / "lazy.py", LAZY)
+    old = _references.import_file(str(tmp_path / "old" / "lazy.py"))
+    new = _references.import_file(str(tmp_path / "new" / "lazy.py"))
+    for _ in range(2):  # the first call imports, the second finds the folder's record
+        assert (old.workload(), new.workload()) == (1, 2)
+        assert (new.workload_from(), old.workload_from()) == (2, 1)
+        assert (new.workload_submodule(), old.workload_submodule()) == (20, 10)
+    # Other names are imported as import does.
+    assert sys.modules["model"].LAYERS == 1
+
+
 def test_a_second_file_of_a_folder_shares_that_folders_siblings(
     tmp_path: Path, fresh_loader: None
 ) -> None:

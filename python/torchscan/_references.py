@@ -19,6 +19,14 @@ process-RSS child (:mod:`torchscan._child_main`) import the code they run throug
   ``sys.modules`` gets ``A``'s modules back under their names (the first file imported keeps the
   plain names), and ``B``'s stay with ``B``'s code, which bound them at import, and in this
   module's record of ``B``'s folder, which the next file of ``B`` imported gets.
+* A module reference (``bench:workload``) is kept apart the same way, in the folder of
+  ``sys.path`` where it lies (which stays where it is on ``sys.path``):
+  ``compare bench:workload new/bench.py:workload`` has each ``bench`` import its own ``model``.
+* An ``import`` statement that a referenced file runs later, inside the workload, finds the
+  file's own siblings too: the file's module has builtins of its own whose ``__import__`` gives a
+  name of the file's folder the module that folder's record holds (imported, apart, the first
+  time), and hands every other name to ``builtins.__import__``. Its builtins are a copy taken at
+  import; the siblings' own code imports as ``import`` does.
 * ``SystemExit`` or ``KeyboardInterrupt`` raised while a reference is imported (an unguarded
   ``sys.exit(main())`` at a script's top level) is :class:`ImportInterruptedError`, which names the
   file and the line; it never ends the process silently.
@@ -26,6 +34,7 @@ process-RSS child (:mod:`torchscan._child_main`) import the code they run throug
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import hashlib
 import importlib
@@ -156,6 +165,10 @@ def import_file(location: str, *, shown: str | None = None) -> ModuleType:
         raise ReferenceNotFoundError(f"cannot import {shown or location}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     folder = os.path.dirname(real)
+    # Set before its code runs: functions take their builtins from the module when defined.
+    own_builtins = dict(vars(builtins))
+    own_builtins["__import__"] = _FolderImport(folder)
+    module.__dict__["__builtins__"] = own_builtins
     with _Isolated(folder) as isolated:
         # Registered before running, as a normal import does, so dataclasses and pickling inside
         # the module find it.
@@ -178,10 +191,41 @@ def import_module(name: str) -> ModuleType:
     Raises :class:`ImportInterruptedError` for ``SystemExit`` or ``KeyboardInterrupt`` at
     import, and whatever else the import raises, unchanged (see :func:`missing_module`).
     """
+    folder = _module_folder(name)
     try:
-        return importlib.import_module(name)
+        if folder is None:
+            return importlib.import_module(name)
+        # Kept apart from the referenced files' siblings as a file of ``folder`` is, without
+        # moving ``folder`` on ``sys.path``: ``compare bench:workload new/bench.py:workload``
+        # has each ``bench`` import its own ``model``.
+        with _Isolated(folder, first=False) as isolated:
+            module = importlib.import_module(name)
+            isolated.succeeded = True
+        return module
     except (SystemExit, KeyboardInterrupt) as error:
         raise ImportInterruptedError(name, error) from error
+
+
+def _module_folder(name: str) -> str | None:
+    """The real folder on ``sys.path`` where the top-level module of ``name`` lies, if any.
+
+    The folders this loader appended for referenced files are not searched (a module reference
+    is found as ``import`` finds it without them); ``None`` for a built-in module, one found
+    nowhere else, or an unreadable path.
+    """
+    top = name.partition(".")[0]
+    search = [entry for entry in sys.path if entry not in _LOADED.appended]
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(top, search)
+    except Exception:  # an unreadable folder or a broken path hook: imported as it is
+        return None
+    if spec is None:
+        return None
+    if spec.origin is not None and spec.has_location:
+        folder = os.path.dirname(os.path.realpath(spec.origin))
+        return os.path.dirname(folder) if spec.submodule_search_locations is not None else folder
+    locations = list(spec.submodule_search_locations or [])
+    return os.path.dirname(os.path.realpath(locations[0])) if locations else None
 
 
 def missing_module(error: ModuleNotFoundError, name: str) -> str | None:
@@ -295,8 +339,10 @@ class _Isolated:
     it), the modules taken out back in, and ``folder``'s modules recorded after a success.
     """
 
-    def __init__(self, folder: str) -> None:
+    def __init__(self, folder: str, *, first: bool = True) -> None:
         self.folder = folder
+        self.first = first
+        # Whether ``folder`` goes first on sys.path (a file's; a module's stays in place).
         self.succeeded = False
         self._taken_off_path: list[str] = []
         self._set_aside: dict[str, object] = {}
@@ -308,7 +354,8 @@ class _Isolated:
         ]
         if self._taken_off_path:
             sys.path[:] = [entry for entry in sys.path if entry not in self._taken_off_path]
-        sys.path.insert(0, self.folder)
+        if self.first:
+            sys.path.insert(0, self.folder)
         own = _LOADED.folders.get(self.folder, {})
         if others:
             self._set_aside_others(others, own)
@@ -339,14 +386,15 @@ class _Isolated:
                 self._set_aside[name] = sys.modules.pop(name)
 
     def __exit__(self, *_: object) -> None:
-        with contextlib.suppress(ValueError):  # the file's own code took it off
-            sys.path.remove(self.folder)
+        if self.first:
+            with contextlib.suppress(ValueError):  # the file's own code took it off
+                sys.path.remove(self.folder)
         for entry in self._taken_off_path:
             if entry not in sys.path:
                 sys.path.append(entry)
         if self.succeeded:
             self._record()
-            if not _on_path(self.folder):
+            if self.first and not _on_path(self.folder):
                 sys.path.append(self.folder)
                 _LOADED.appended.append(self.folder)
         tops = {name.partition(".")[0] for name in self._set_aside}
@@ -374,3 +422,53 @@ class _Isolated:
 
 def _under(name: str, top: str) -> bool:
     return name == top or name.startswith(top + ".")
+
+
+class _FolderImport:
+    """The ``__import__`` of a referenced file of ``folder``: its siblings, never another's.
+
+    A name whose top-level module lies in ``folder`` is the module the folder's record holds
+    (a dictionary lookup, for a workload that imports on every call); one not recorded yet is
+    imported apart, as while the file was (:class:`_Isolated`), and recorded. Relative imports,
+    other names, and imports while the folder has no record yet (the file's own import, already
+    apart) go to ``builtins.__import__`` unchanged.
+    """
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self._local: dict[str, bool] = {}
+
+    def __call__(
+        self,
+        name: str,
+        globals: dict[str, object] | None = None,
+        locals: dict[str, object] | None = None,
+        fromlist: tuple[str, ...] | list[str] | None = (),
+        level: int = 0,
+    ) -> ModuleType:
+        record = _LOADED.folders.get(self.folder)
+        if level != 0 or not name or record is None:
+            return builtins.__import__(name, globals, locals, fromlist or (), level)
+        top = name.partition(".")[0]
+        if top not in record and not self._lies_here(top):
+            return builtins.__import__(name, globals, locals, fromlist or (), level)
+        found = record.get(name)
+        if found is not None and all(
+            item == "*" or item in _namespace(found) for item in fromlist or ()
+        ):
+            return found if fromlist else record[top]
+        with _Isolated(self.folder) as isolated:
+            module = builtins.__import__(name, globals, locals, fromlist or (), level)
+            isolated.succeeded = True
+        return module
+
+    def _lies_here(self, top: str) -> bool:
+        """Whether the top-level module ``top`` is found in this folder (remembered)."""
+        known = self._local.get(top)
+        if known is None:
+            try:
+                known = importlib.machinery.PathFinder.find_spec(top, [self.folder]) is not None
+            except Exception:  # an unreadable folder or a broken path hook: not here
+                known = False
+            self._local[top] = known
+        return known
