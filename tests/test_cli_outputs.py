@@ -153,6 +153,35 @@ def test_an_output_that_is_an_input_is_refused(
     assert not (tmp_path / "imported").exists()
 
 
+def test_an_output_to_the_file_standard_output_is_beside_json_dash_is_refused(
+    bench: Path, tmp_path: Path
+) -> None:
+    # --json - writes standard output: /dev/stdout, or the file it is redirected to, is the
+    # same file, and would have the page in the middle of the JSON (exit 0 before).
+    out = tmp_path / "out.txt"
+    for argv in (
+        ("--json", "-", "--html", "/dev/stdout"),
+        ("--html", "/dev/stdout", "--json", "-"),
+        ("--json", "-", "--html", str(out)),
+    ):
+        with out.open("wb") as stdout:
+            result = subprocess.run(
+                [sys.executable, "-m", "torchscan", "measure", f"{bench}:workload", *SHORT, *argv],
+                stdout=stdout,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                check=False,
+                cwd=ROOT,
+                timeout=300,
+            )
+        assert result.returncode == 2, result.stderr
+        [line] = result.stderr.splitlines()
+        assert "is the same file as" in line and SAME in line
+        assert out.read_bytes() == b""
+        assert not (tmp_path / "imported").exists()
+
+
 def test_the_null_device_may_take_several_outputs(
     bench: Path, in_process: Callable[..., tuple[int, str]]
 ) -> None:

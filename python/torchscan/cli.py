@@ -272,6 +272,8 @@ def _refuse_clobbering(outputs: Sequence[_Output], inputs: Sequence[tuple[str, s
     from . import _references
 
     files: list[tuple[str, str, bool]] = []  # (how it is named, path, whether an output)
+    # What standard output is (a file, a pipe, a terminal), to which "-" writes.
+    standard_output = "/dev/stdout" if os.path.exists("/dev/stdout") else None
     for what, reference in inputs:
         location = reference.rpartition(":")[0]
         path = _references.location_file(location) if location else None
@@ -288,16 +290,18 @@ def _refuse_clobbering(outputs: Sequence[_Output], inputs: Sequence[tuple[str, s
                     "give one of them a file"
                 )
             to_stdout = output.option
-            continue
+            if standard_output is None:
+                continue
         named = f"{output.option} {output.path}"
+        written = output.path if output.path != "-" else standard_output or output.path
         for other, path, is_output in files:
-            if _same_file(output.path, path):
+            if _same_file(written, path):
                 harm = "one would overwrite the other" if is_output else "it would be overwritten"
                 raise UsageError(
                     f"{named} is the same file as {other}: {harm}; every output needs a file of "
                     "its own, apart from the inputs"
                 )
-        files.append((named, output.path, True))
+        files.append((named, written, True))
 
 
 def _checked_outputs(
