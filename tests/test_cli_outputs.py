@@ -20,7 +20,7 @@ from torchscan import validate_report
 
 from .conftest import ROOT, report_cli
 from .test_distributed import _torchrun_measure
-from .test_loader import main_in_process, restored_imports
+from .test_loader import main_in_process, restored_imports, torchscan
 
 SHORT = ("--min-time", "0.01", "--max-time", "0.05", "--metrics", "latency")
 BENCH = """
@@ -224,19 +224,6 @@ class Printing(torch.nn.Module):
         print("printed by forward")
         return self.linear(x)
 """
-
-
-def torchscan(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "torchscan", *map(str, args)],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        text=True,
-        check=False,
-        cwd=ROOT,
-        timeout=300,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
-    )
 
 
 def validated(stdout: str) -> str:

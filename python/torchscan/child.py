@@ -29,7 +29,6 @@ the child's own VmHWM, read before the reset and after the calls.
 from __future__ import annotations
 
 import contextlib
-import importlib.machinery
 import json
 import math
 import os
@@ -54,6 +53,7 @@ from ._child_main import (
     workload_fingerprint,
 )
 from ._metrics import complete, unavailable
+from ._references import location_file
 from .errors import InvalidArgumentError
 from .reports import Diagnostic, DiagnosticCode, MetricResult
 
@@ -302,32 +302,6 @@ def _main_script() -> tuple[str | None, str | None]:
     )
 
 
-def _module_file(name: str) -> str | None:
-    """The file a fresh process would import ``name`` from, found without importing anything."""
-    loaded = sys.modules.get(name)
-    if loaded is not None:
-        path = getattr(loaded, "__file__", None)
-        return path if isinstance(path, str) else None
-    locations: Any = None
-    parts = name.split(".")
-    spec: Any = None
-    for index in range(len(parts)):
-        prefix = ".".join(parts[: index + 1])
-        package = sys.modules.get(prefix)
-        if package is not None and index < len(parts) - 1:
-            locations = getattr(package, "__path__", None)
-            continue
-        try:
-            spec = importlib.machinery.PathFinder.find_spec(prefix, locations)
-        except Exception:  # an unreadable folder or a broken path hook: no answer
-            return None
-        if spec is None:
-            return None
-        locations = spec.submodule_search_locations
-    origin = getattr(spec, "origin", None)
-    return origin if isinstance(origin, str) and os.path.isfile(origin) else None
-
-
 def _names_the_main_script(reference: str) -> str | None:
     """Why importing ``reference`` would run the script being run again, or ``None``.
 
@@ -347,7 +321,7 @@ def _names_the_main_script(reference: str) -> str | None:
         # Reports carry no paths: the file's name says which script it is.
         shown = f"{os.path.basename(target)}:{qualname}"
     else:
-        found = _module_file(target)
+        found = location_file(target)  # found without importing anything
         same = target == main_name or (
             main_path is not None and found is not None and _real_path(found) == main_path
         )
