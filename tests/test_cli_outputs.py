@@ -18,7 +18,8 @@ import pytest
 
 from torchscan import validate_report
 
-from .conftest import ROOT, report_cli
+from .conftest import report_cli
+from .test_cli_errors import torchscan as cli_errors_torchscan
 from .test_distributed import _torchrun_measure
 from .test_loader import main_in_process, restored_imports, torchscan
 
@@ -165,15 +166,8 @@ def test_an_output_to_the_file_standard_output_is_beside_json_dash_is_refused(
         ("--json", "-", "--html", str(out)),
     ):
         with out.open("wb") as stdout:
-            result = subprocess.run(
-                [sys.executable, "-m", "torchscan", "measure", f"{bench}:workload", *SHORT, *argv],
-                stdout=stdout,
-                stderr=subprocess.PIPE,
-                stdin=subprocess.DEVNULL,
-                text=True,
-                check=False,
-                cwd=ROOT,
-                timeout=300,
+            result = cli_errors_torchscan(
+                "measure", f"{bench}:workload", *SHORT, *argv, stdout=stdout
             )
         assert result.returncode == 2, result.stderr
         [line] = result.stderr.splitlines()

@@ -3,13 +3,15 @@
 //! Every such pair gives a comparison that passes validation, or a named refusal; never a
 //! comparison that the core itself finds invalid ("a bug of torchscan").
 
+#[path = "support/blocks.rs"]
+mod support;
+
 use proptest::prelude::*;
 use serde_json::Value;
 use torchscan_core::benchmark_comparison::{
     BenchCompareError, BenchCompareFailure, CompareOptions, Pairing, compare_benchmarks_json,
     compare_benchmarks_json_with,
 };
-use torchscan_core::stats::block_timing;
 use torchscan_core::{Report, format_summary, read_report, render_html};
 
 /// The smallest positive float, a subnormal.
@@ -28,37 +30,7 @@ fn example() -> Value {
 /// statistics recomputed; `None` when no valid report has them (their sum or the throughput is
 /// past the float range).
 fn report(blocks: &[f64], calls: u64, work_units: f64) -> Option<String> {
-    let mut report = example();
-    let timing = block_timing(blocks, calls).ok()?;
-    // Members the new blocks would contradict, all optional: the blocks' starts, and the rates
-    // that divide by the latency.
-    if let Some(timing) = report["timing"].as_object_mut() {
-        timing.remove("block_starts_s");
-    }
-    if let Some(metrics) = report["metrics"].as_object_mut() {
-        for key in [
-            "achieved_flop_rate",
-            "flop_utilization",
-            "bandwidth_utilization",
-        ] {
-            metrics.remove(key);
-        }
-    }
-    let throughput = timing.throughput(work_units);
-    report["timing"]["block_durations_s"] = serde_json::json!(blocks);
-    report["timing"]["calls_per_block"] = serde_json::json!(calls);
-    report["workload"]["work_units"] = serde_json::json!(work_units);
-    for (key, value) in [
-        ("latency", timing.latency_s),
-        ("latency_iqr", timing.latency_iqr_s),
-        ("throughput", throughput),
-    ] {
-        if !value.is_finite() {
-            return None;
-        }
-        report["metrics"][key]["value"] = serde_json::json!(value);
-        report["metrics"][key]["known_value"] = serde_json::json!(value);
-    }
+    let report = support::with_blocks(example(), blocks, calls, work_units)?;
     let text = serde_json::to_string(&report).expect("JSON");
     match read_report(&text) {
         Ok(_) => Some(text),

@@ -8,6 +8,9 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
+#[path = "../../torchscan-core/tests/support/blocks.rs"]
+mod support;
+
 const BINARY: &str = env!("CARGO_BIN_EXE_torchscan-report");
 
 fn repo_root() -> PathBuf {
@@ -60,37 +63,11 @@ fn text(bytes: &[u8]) -> String {
 fn benchmark(scale: f64, work_units: f64) -> Value {
     let text = fs::read_to_string(repo_root().join("python/torchscan/data/example_workload.json"))
         .expect("example");
-    let mut report: Value = serde_json::from_str(&text).expect("JSON");
+    let report: Value = serde_json::from_str(&text).expect("JSON");
     let blocks: Vec<f64> = (0..30)
         .map(|index| scale * (1.0 + f64::from(index % 7) * 0.01))
         .collect();
-    let timing = torchscan_core::stats::block_timing(&blocks, 1).expect("timing");
-    // Members the new blocks would contradict, all optional: the blocks' starts, and the rates
-    // that divide by the latency.
-    if let Some(timing) = report["timing"].as_object_mut() {
-        timing.remove("block_starts_s");
-    }
-    if let Some(metrics) = report["metrics"].as_object_mut() {
-        for key in [
-            "achieved_flop_rate",
-            "flop_utilization",
-            "bandwidth_utilization",
-        ] {
-            metrics.remove(key);
-        }
-    }
-    report["timing"]["block_durations_s"] = serde_json::json!(blocks);
-    report["timing"]["calls_per_block"] = serde_json::json!(1);
-    report["workload"]["work_units"] = serde_json::json!(work_units);
-    for (key, value) in [
-        ("latency", timing.latency_s),
-        ("latency_iqr", timing.latency_iqr_s),
-        ("throughput", timing.throughput(work_units)),
-    ] {
-        report["metrics"][key]["value"] = serde_json::json!(value);
-        report["metrics"][key]["known_value"] = serde_json::json!(value);
-    }
-    report
+    support::with_blocks(report, &blocks, 1, work_units).expect("statistics in the float range")
 }
 
 #[test]
