@@ -72,6 +72,41 @@ def _run_session(
     return process.returncode, output
 
 
+#: What libstdc++ prints when a C++ thread object of PyTorch's is destroyed while its thread
+#: still runs. Seen once in CI: a gloo rank of the documented DDP example aborted so (SIGABRT)
+#: after every rank had finished and rank 0 had printed the merged report, in PyTorch's own
+#: teardown; neither torchscan's Python nor its Rust code can print it.
+_TEARDOWN_ABORT = "terminate called without an active exception"
+
+
+def _launch(args: list[str], cwd: Path | None = None, **extra: str) -> tuple[int, str]:
+    """Run a torchrun launch; again, once, when a rank died of PyTorch's teardown abort.
+
+    Any other failure, or the abort twice, is the test's to report.
+    """
+    code, output = _run_session(args, _env(**extra), LAUNCH_TIMEOUT_S, cwd)
+    if code != 0 and _TEARDOWN_ABORT in output:
+        code, again = _run_session(args, _env(**extra), LAUNCH_TIMEOUT_S, cwd)
+        output = f"{output}\n[the launch aborted in PyTorch's teardown and ran again]\n{again}"
+    return code, output
+
+
+def test_only_the_teardown_abort_runs_a_launch_again(tmp_path: Path) -> None:
+    """A launch that fails in any other way runs once; the abort's launch twice, then fails."""
+    counter = tmp_path / "runs"
+    script = (
+        "import pathlib, sys; p = pathlib.Path(sys.argv[1]); "
+        "p.write_text(p.read_text() + 'x') if p.exists() else p.write_text('x'); "
+        "print(sys.argv[2]); sys.exit(1)"
+    )
+    code, output = _launch([sys.executable, "-c", script, str(counter), "plain failure"])
+    assert (code, counter.read_text()) == (1, "x")
+    counter.unlink()
+    code, output = _launch([sys.executable, "-c", script, str(counter), _TEARDOWN_ABORT])
+    assert (code, counter.read_text()) == (1, "xx")
+    assert "ran again" in output
+
+
 @pytest.fixture(scope="module")
 def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One torchrun launch of two gloo ranks timing a DDP step, rank 1 the straggler."""
@@ -87,7 +122,7 @@ def ddp_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "ddp",
         str(out),
     ]
-    code, output = _run_session(args, _env(STRAGGLER_S=str(STRAGGLER_S)), LAUNCH_TIMEOUT_S)
+    code, output = _launch(args, STRAGGLER_S=str(STRAGGLER_S))
     assert code == 0, output[-6000:]
     loaded = {
         name: json.loads((out / f"{name}.json").read_text(encoding="utf-8"))
@@ -397,7 +432,7 @@ def test_the_documented_example_runs_under_torchrun(tmp_path: Path) -> None:
         "2",
         "train_step.py",
     ]
-    code, output = _run_session(args, _env(), LAUNCH_TIMEOUT_S, tmp_path)
+    code, output = _launch(args, tmp_path)
     assert code == 0, output[-6000:]
     step = json.loads((tmp_path / "step.json").read_text(encoding="utf-8"))
     assert validate_report(step) == "distributed_benchmark"
@@ -456,7 +491,7 @@ def _torchrun_measure(tmp_path: Path, *options: str) -> tuple[int, str]:
         "0.2",
         *options,
     ]
-    return _run_session(args, _env(), LAUNCH_TIMEOUT_S, tmp_path)
+    return _launch(args, tmp_path)
 
 
 def test_the_command_line_writes_one_report_per_rank(tmp_path: Path) -> None:
