@@ -86,6 +86,11 @@ def _autocast() -> dict[str, str]:
     import torch
 
     active: dict[str, str] = {}
+    # One query in the usual case of no region at all: after a forward every code path runs
+    # with cold caches, and five queries, some of them raising, cost tens of microseconds.
+    any_enabled = getattr(torch._C, "_is_any_autocast_enabled", None)
+    if any_enabled is not None and not any_enabled():
+        return active
     for device_type in _AUTOCAST_DEVICES:
         try:
             if torch.is_autocast_enabled(device_type):
