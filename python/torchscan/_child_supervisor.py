@@ -55,13 +55,17 @@ def _become_subreaper() -> bool:
         return False
 
 
-def _children() -> Iterator[int]:
-    """The pids whose parent is this process, from ``/proc`` (Linux)."""
-    me = os.getpid()
+def process_table() -> dict[int, tuple[int, str]]:
+    """``pid -> (parent pid, state letter)`` of every process, from ``/proc`` (Linux).
+
+    Empty where ``/proc`` cannot be listed. The one reader of ``/proc/<pid>/stat`` in the
+    package: :mod:`torchscan.child` freezes and kills process trees with it too.
+    """
+    table: dict[int, tuple[int, str]] = {}
     try:
         names = os.listdir("/proc")
     except OSError:
-        return
+        return table
     for name in names:
         if not name.isdigit():
             continue
@@ -72,8 +76,17 @@ def _children() -> Iterator[int]:
             continue  # gone meanwhile
         # The command name is in parentheses and may hold anything: split after the last ")".
         fields = stat.rpartition(b")")[2].split()
-        if len(fields) > 1 and fields[1].isdigit() and int(fields[1]) == me:
-            yield int(name)
+        if len(fields) > 1 and fields[1].isdigit():
+            table[int(name)] = (int(fields[1]), fields[0].decode("ascii", "replace"))
+    return table
+
+
+def _children() -> Iterator[int]:
+    """The pids whose parent is this process."""
+    me = os.getpid()
+    for pid, (parent, _) in process_table().items():
+        if parent == me:
+            yield pid
 
 
 def _sweep(subreaper: bool) -> int:

@@ -52,6 +52,7 @@ from ._child_main import (
     split_reference,
     workload_fingerprint,
 )
+from ._child_supervisor import process_table
 from ._metrics import complete, unavailable
 from ._references import location_file
 from .errors import InvalidArgumentError
@@ -505,28 +506,6 @@ def _stop_grace_s(timeout_s: float) -> float:
     return min(_STOP_GRACE_MAX_S, max(_STOP_GRACE_MIN_S, timeout_s / 4))
 
 
-def _process_table() -> dict[int, tuple[int, str]]:
-    """``pid -> (parent pid, state letter)`` of every process, from ``/proc`` (Linux)."""
-    table: dict[int, tuple[int, str]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return table
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as handle:
-                stat = handle.read()
-        except OSError:
-            continue  # gone meanwhile
-        # The command name is in parentheses and may hold anything: split after the last ")".
-        fields = stat.rpartition(b")")[2].split()
-        if len(fields) > 1 and fields[1].isdigit():
-            table[int(name)] = (int(fields[1]), fields[0].decode("ascii", "replace"))
-    return table
-
-
 def _is_stopped(state: str) -> bool:
     return state in ("T", "t")
 
@@ -550,7 +529,7 @@ def _kill_tree(root_pid: int, grace_s: float) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(root_pid, signal.SIGSTOP)
     tree: list[int] = []
-    table = _process_table()
+    table = process_table()
     while table:
         tree = []
         settled = True
@@ -571,7 +550,7 @@ def _kill_tree(root_pid: int, grace_s: float) -> None:
         if settled or time.monotonic() >= started + grace_s / 2:
             break
         time.sleep(_FREEZE_POLL_S)
-        table = _process_table()
+        table = process_table()
     killed: list[int] = []
     to_kill = [pid for pid in reversed(tree) if pid != root_pid]
     while table:
@@ -582,7 +561,7 @@ def _kill_tree(root_pid: int, grace_s: float) -> None:
         killed += to_kill
         # A SIGKILLed process takes a moment to die: wait until each has. Orphans come to the
         # root, which is stopped and so reaps none of them: kill them as well.
-        table = _process_table()
+        table = process_table()
         if not _is_stopped(table.get(root_pid, (0, "X"))[1]):
             break  # the root runs (or is gone): its children are its own to reap
         to_kill = [
