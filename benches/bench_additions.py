@@ -97,7 +97,7 @@ def _switches() -> dict[str, Callable[[], contextlib.AbstractContextManager[None
             dispatch_recorder, "add_legacy_views", lambda section, root: None
         ),
         "operator bytes on": lambda: _replaced(crawl_counter, "_count_bytes", True),
-        "GC pause off": lambda: _replaced(crawl_package, "_collection_paused", _no_claims),
+        "GC pause off": lambda: _replaced(crawl_package, "collection_paused", _no_claims),
     }
 
 

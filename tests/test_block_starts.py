@@ -14,7 +14,7 @@ import torch
 import torchscan
 from torchscan import compare_benchmarks, compare_workloads, measure_workload
 from torchscan.reports import BenchmarkReport, TimingEvidence
-from torchscan.timing import TimingBudget, TimingRun, _BlockLog, run_timing
+from torchscan.timing import BlockLog, TimingBudget, TimingRun, run_timing
 
 torch.set_num_threads(1)
 FAST: dict[str, Any] = {
@@ -169,7 +169,7 @@ def test_paired_comparisons_ignore_starts_and_apart_ones_use_only_the_span() -> 
 
 def test_a_block_read_as_zero_nanoseconds_keeps_the_next_start_after_it() -> None:
     run = TimingRun(first_call_s=1e-6, warmup_calls=1, calls_per_block=1, timer_overhead_s=0.0)
-    log = _BlockLog(run)
+    log = BlockLog(run)
     # perf_counter_ns readings: a block of 0 ns (recorded as 1 ns), then one read at the same
     # instant, then ordinary ones.
     log.add(5_000, 1)

@@ -833,7 +833,7 @@ def test_the_analysis_mode_leaves_nothing_behind() -> None:
 
     from torchscan.crawl import call_recorder, dispatch_recorder
 
-    counter = dispatch_recorder._crawl_counter(call_recorder._Recorder([], []))
+    counter = dispatch_recorder.crawl_counter(call_recorder.ModuleCallRecorder([], []))
     with counter:
         mode = counter._mode
         assert "__torch_dispatch__" in vars(mode)  # the compiled path, set on the instance
@@ -855,7 +855,7 @@ def test_a_recorder_left_wrapped_is_collected_with_its_model() -> None:
     from torchscan.crawl import call_recorder
 
     model = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
-    recorder = call_recorder._Recorder(call_recorder._all_named_modules(model), [])
+    recorder = call_recorder.ModuleCallRecorder(call_recorder.all_named_modules(model), [])
     recorder.__enter__()  # never closed: each module's forward refers back to the module
     assert type(model[0].__dict__["forward"]).__name__ == "ModuleForward"
     model(torch.ones(1, 2))
@@ -951,9 +951,9 @@ def _assemble_by_hand(
     from torchscan import _core
     from torchscan.crawl import assembly, call_recorder
 
-    named = call_recorder._all_named_modules(model)
+    named = call_recorder.all_named_modules(model)
     log: list[object] = []
-    recorder = call_recorder._Recorder(named, log)
+    recorder = call_recorder.ModuleCallRecorder(named, log)
     for item in calls:
         if isinstance(item, _core.OperatorRecord):
             log.append(item)
@@ -1239,7 +1239,7 @@ def test_the_compiled_path_stays_on_through_decompositions() -> None:
 
 
 def test_the_module_walk_lists_what_pytorch_lists() -> None:
-    from torchscan.crawl.call_recorder import _all_named_modules
+    from torchscan.crawl.call_recorder import all_named_modules
 
     shared = nn.Linear(2, 2)
 
@@ -1266,10 +1266,10 @@ def test_the_module_walk_lists_what_pytorch_lists() -> None:
     model.register_module("missing", None)
     for root in (model, ResNet18(), OwnWalk(), nn.ReLU()):
         expected = list(root.named_modules(remove_duplicate=False))
-        found = _all_named_modules(root)
+        found = all_named_modules(root)
         assert [name for name, _ in found] == [name for name, _ in expected]
         assert all(a is b for (_, a), (_, b) in zip(found, expected, strict=True))
-    names = [name for name, _ in _all_named_modules(model)]
+    names = [name for name, _ in all_named_modules(model)]
     assert names.count("0") == 1 and "1.a" in names and "1.b.1" in names
     assert "2.hidden" not in names and "2.kept.1" in names and "missing" not in names
 
@@ -1425,7 +1425,7 @@ def test_operator_dmas_count_every_shape_as_the_python_reference() -> None:
             outputs=[],
         )
         layers, _ = _assemble_by_hand(model, x, [("enter", 0), record, ("leave", model, (x,), x)])
-        expected = dispatch_recorder._shape_elements([args, (out,), kwargs or ()])
+        expected = dispatch_recorder.shape_elements([args, (out,), kwargs or ()])
         assert expected == {"nested": 6 + 5 + 7 + 9 + 8 + 0, "huge": 2**129 + 1}[name]
         dmas = layers[0]["metrics"]["dmas"]
         # Partial (a leaf without a formula), known: what its own operators moved.

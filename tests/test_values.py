@@ -169,11 +169,11 @@ def test_a_frozen_tensor_describes_as_the_tensor(tensor: torch.Tensor) -> None:
 def test_describe_names_a_dtype_and_device_on_first_sight(monkeypatch: pytest.MonkeyPatch) -> None:
     from torchscan import _values
 
-    monkeypatch.setattr(_values, "_DTYPE_NAMES", {})
-    monkeypatch.setattr(_values, "_DEVICE_NAMES", {})
+    monkeypatch.setattr(_values, "DTYPE_NAMES", {})
+    monkeypatch.setattr(_values, "DEVICE_NAMES", {})
     tensor = torch.zeros(2, dtype=torch.float16)
     assert describe(TensorSpec(tensor))["dtype"] == "torch.float16"
-    names = (_values._DTYPE_NAMES, _values._DEVICE_NAMES)
+    names = (_values.DTYPE_NAMES, _values.DEVICE_NAMES)
     assert names == ({torch.float16: "torch.float16"}, {tensor.device: "cpu"})
 
 

@@ -27,10 +27,10 @@ from .errors import DistributedMeasurementError, InvalidArgumentError
 from .noise import NoiseRecord, NoiseSampler, NoiseSources
 from .reports import DistributedContext
 from .timing import (
+    BlockLog,
     TimingBudget,
     TimingRun,
-    _BlockLog,
-    _calls_per_block,
+    calls_to_fill_block,
     synchronizer,
     timed_call,
     timer_overhead_s,
@@ -429,7 +429,7 @@ def run_aligned_timing(
         overhead_s / budget.max_timer_overhead_ratio,
         budget.min_time_s / (2 * budget.min_blocks),
     )
-    local_calls = _calls_per_block(per_call_s, block_target_s)
+    local_calls = calls_to_fill_block(per_call_s, block_target_s)
     job.phase = "calibration"
     # Blocks are sized by the slowest rank's calls (the fewest calls per block), so that its
     # blocks, which make the step time, stay within the budget.
@@ -444,7 +444,7 @@ def run_aligned_timing(
         timer_overhead_s=overhead_s,
     )
     run.output_dtypes = dtypes
-    log = _BlockLog(run)
+    log = BlockLog(run)
     block_clock = _BlockClock(device)
     job.phase = "calibration"
     peers = job.local_peer_pids()

@@ -29,20 +29,20 @@ def dtype_name(dtype: Any) -> str:
     return str(dtype)
 
 
-_DTYPE_NAMES: dict[Any, str] = {}
-_DEVICE_NAMES: dict[Any, str] = {}
+DTYPE_NAMES: dict[Any, str] = {}
+DEVICE_NAMES: dict[Any, str] = {}
 
 
 def tensor_meta(tensor: Any) -> TensorMeta:
     """Shape, dtype, device and ``requires_grad`` of a tensor."""
     # Runs for every input and output of every module call: names are cached per dtype/device.
     dtype, device = tensor.dtype, tensor.device
-    dtype_text = _DTYPE_NAMES.get(dtype)
+    dtype_text = DTYPE_NAMES.get(dtype)
     if dtype_text is None:
-        dtype_text = _DTYPE_NAMES[dtype] = dtype_name(dtype)
-    device_text = _DEVICE_NAMES.get(device)
+        dtype_text = DTYPE_NAMES[dtype] = dtype_name(dtype)
+    device_text = DEVICE_NAMES.get(device)
     if device_text is None:
-        device_text = _DEVICE_NAMES[device] = str(device)
+        device_text = DEVICE_NAMES[device] = str(device)
     return {
         "shape": list(tensor.shape),
         "dtype": dtype_text,
@@ -138,11 +138,11 @@ def describe(value: Any, _depth: int = 0) -> ValueMeta:
     described; anything else by its type name.
     """
     if type(value) is TensorSpec:
-        meta = value.describe(_DTYPE_NAMES, _DEVICE_NAMES)
+        meta = value.describe(DTYPE_NAMES, DEVICE_NAMES)
         if meta is None:  # a dtype or device not named yet
-            _DTYPE_NAMES.setdefault(value.dtype, dtype_name(value.dtype))
-            _DEVICE_NAMES.setdefault(value.device, str(value.device))
-            meta = value.describe(_DTYPE_NAMES, _DEVICE_NAMES)
+            DTYPE_NAMES.setdefault(value.dtype, dtype_name(value.dtype))
+            DEVICE_NAMES.setdefault(value.device, str(value.device))
+            meta = value.describe(DTYPE_NAMES, DEVICE_NAMES)
         return meta  # type: ignore[return-value]
     import torch
 

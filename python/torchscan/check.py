@@ -1031,7 +1031,7 @@ class _Walker:
         }
 
 
-def _tolerance(name: str, value: Any) -> float:
+def check_tolerance(name: str, value: Any) -> float:
     return check_real(name, value, minimum=0.0, meaning="a tolerance")
 
 
@@ -1092,7 +1092,10 @@ def check_outputs(
     :class:`~torchscan.InvalidArgumentError` names them.
     """
     walker = _Walker(
-        _tolerance("rtol", rtol), _tolerance("atol", atol), bool(equal_nan), bool(check_dtype)
+        check_tolerance("rtol", rtol),
+        check_tolerance("atol", atol),
+        bool(equal_nan),
+        bool(check_dtype),
     )
     walker.walk(baseline_output, candidate_output, "")
     diagnostics: list[Diagnostic] = []

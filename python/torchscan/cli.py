@@ -725,10 +725,10 @@ def _compare(arguments: argparse.Namespace) -> int:
     _check_workload_options(arguments)
     try:
         check_comparison_options(0.95, 2000, arguments.seed, arguments.min_effect)
-        from .check import _tolerance
+        from .check import check_tolerance
 
-        _tolerance("rtol", arguments.rtol)
-        _tolerance("atol", arguments.atol)
+        check_tolerance("rtol", arguments.rtol)
+        check_tolerance("atol", arguments.atol)
     except InvalidArgumentError as error:
         raise UsageError(_one_line(str(error))) from None
     to_stdout = "-" in paths.values()  # one JSON document alone on standard output

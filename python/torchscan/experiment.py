@@ -31,7 +31,7 @@ from ._pipeline import (
     run_later_passes,
 )
 from ._values import floating_dtypes
-from .check import _tolerance, check_outputs
+from .check import check_outputs, check_tolerance
 from .compare import check_comparison_options, compare_benchmarks
 from .context import capture_context, current_flags
 from .errors import InvalidArgumentError
@@ -193,8 +193,8 @@ def compare_workloads(
     budget = check_budget(min_time_s, max_time_s, min_blocks, warmup_time_s)
     check_profiler_calls(profiler_calls)
     check_rss_timeout(rss_timeout_s)
-    _tolerance("rtol", rtol)
-    _tolerance("atol", atol)
+    check_tolerance("rtol", rtol)
+    check_tolerance("atol", atol)
     check_comparison_options(confidence_level, bootstrap_resamples, seed, min_effect)
 
     flags = current_flags()

@@ -89,7 +89,7 @@ OPERATOR_BYTES_SCOPE = (
 )
 _CALL_SCOPE = "operators executed by one call"
 _COUNTER_SCOPE = "operators executed while the counter was active"
-_MODULE_SCOPE = "operators executed inside this module, children included"
+MODULE_PATH_SCOPE = "operators executed inside this module, children included"
 
 #: A FLOP formula in ``FlopCounterMode``'s convention: ``formula(*shapes, out_shape=..., **kwargs)``
 #: where every tensor argument is replaced by its shape (``torch.Size``), returning an ``int``.
@@ -131,9 +131,9 @@ def module_operator_flops(
         reason = f"uncounted operators ran inside this module: {names}"
         return {
             "path": path,
-            "flops": partial(flops, "FLOPs", _MODULE_SCOPE, FLOPS_METHOD, reason),
+            "flops": partial(flops, "FLOPs", MODULE_PATH_SCOPE, FLOPS_METHOD, reason),
         }
-    return {"path": path, "flops": complete(flops, "FLOPs", _MODULE_SCOPE, FLOPS_METHOD)}
+    return {"path": path, "flops": complete(flops, "FLOPs", MODULE_PATH_SCOPE, FLOPS_METHOD)}
 
 
 def _module_roots(modules: Any) -> list[tuple[str, Any]]:

@@ -135,7 +135,7 @@ def _warm_up(
     return warmup_calls, max((clock() - warmup_start) * 1e-9 / warmup_calls, 1e-9)
 
 
-def _calls_per_block(per_call_s: float, block_target_s: float) -> int:
+def calls_to_fill_block(per_call_s: float, block_target_s: float) -> int:
     """The calls that fill a block of ``block_target_s`` (at least one)."""
     return max(1, math.ceil(block_target_s / per_call_s))
 
@@ -157,7 +157,7 @@ def _timed_block(
     return block_start, max(clock() - block_start, 1)
 
 
-class _BlockLog:
+class BlockLog:
     """Records a run's blocks from ``perf_counter_ns`` readings: durations and starts.
 
     Starts count from the run's first block. Readings stay integers until converted to seconds,
@@ -259,7 +259,7 @@ def run_interleaved_timing(
     # One block size for all: blocks of different sizes meet a shared machine's time slicing
     # differently (a few percent on a busy machine), which would bias the comparison.
     calls_per_block = max(
-        _calls_per_block(per_call_s, block_target_s) for _, per_call_s in warm_ups
+        calls_to_fill_block(per_call_s, block_target_s) for _, per_call_s in warm_ups
     )
     runs = [
         TimingRun(
@@ -274,7 +274,7 @@ def run_interleaved_timing(
     backward = forward[::-1]
     draw = random.Random(order_seed) if order_seed is not None else None
     progress = _Progress(max(budget.min_time_s, max(first_calls_s) * budget.min_blocks))
-    logs = [_BlockLog(run) for run in runs]
+    logs = [BlockLog(run) for run in runs]
     sampler = NoiseSampler(noise_sources)
     noise_start = sampler.snapshot()
     timing_start = clock()

@@ -9,8 +9,8 @@ from typing import IO, Any
 from .._arguments import check_integer
 from ..errors import InvalidArgumentError
 from ..reports import AnalysisReport
-from .assembly import _analyse, _collection_paused, _strict_check
-from .inputs import _torchinfo_inputs
+from .assembly import collection_paused, run_analysis, strict_check
+from .inputs import torchinfo_inputs
 
 __all__ = ["crawl_module", "summary"]
 
@@ -71,9 +71,9 @@ def crawl_module(
     while another holds them. Calls of the model from other threads meanwhile are not recorded.
     """
     _check_flag("tensor_memory", tensor_memory)
-    args, kwargs = _torchinfo_inputs(input_shape, input_size, input_data, args, kwargs)
-    with _collection_paused():
-        report = _analyse(
+    args, kwargs = torchinfo_inputs(input_shape, input_size, input_data, args, kwargs)
+    with collection_paused():
+        report = run_analysis(
             model,
             input_shape,
             dtype,
@@ -86,7 +86,7 @@ def crawl_module(
             tensor_memory,
         )
     if strict:
-        _strict_check(report)
+        strict_check(report)
     return report
 
 
@@ -153,12 +153,12 @@ def summary(
         ("tensor_memory", tensor_memory),
     ):
         _check_flag(name, flag)
-    args, kwargs = _torchinfo_inputs(input_shape, input_size, input_data, args, kwargs)
+    args, kwargs = torchinfo_inputs(input_shape, input_size, input_data, args, kwargs)
     from ..validation import check_col_names, format_summary
 
     columns = check_col_names(col_names)
-    with _collection_paused():
-        report = _analyse(
+    with collection_paused():
+        report = run_analysis(
             model,
             input_shape,
             dtype,
@@ -179,5 +179,5 @@ def summary(
     )
     print(text, end="", file=file if file is not None else sys.stdout)
     if strict:
-        _strict_check(report)
+        strict_check(report)
     return report

@@ -14,11 +14,10 @@ from typing import Any
 
 from .. import _claims, _core, _metrics
 from .._input_errors import explain_forward_error, explain_shape_error
-from .._values import _DEVICE_NAMES, _DTYPE_NAMES, describe, dtype_name, iter_tensors
+from .._values import DEVICE_NAMES, DTYPE_NAMES, describe, dtype_name, iter_tensors
 from ..context import capture_context, class_name, current_flags, qualified_type_name
 from ..errors import IncompleteAnalysisError, InvalidArgumentError
-from ..flops import _MODULE_SCOPE as _PATH_SCOPE
-from ..flops import FLOPS_METHOD
+from ..flops import FLOPS_METHOD, MODULE_PATH_SCOPE
 from ..reports import (
     AnalysisReport,
     AnalysisTotals,
@@ -29,11 +28,11 @@ from ..reports import (
     ModelInputs,
     OperatorFlops,
 )
-from .call_recorder import _all_named_modules, _Recorder
-from .dispatch_recorder import _crawl_counter, _shape_elements
-from .inputs import _check_model, _make_inputs
-from .receptive_fields import _module_kind
-from .storage import _totals_storage
+from .call_recorder import ModuleCallRecorder, all_named_modules
+from .dispatch_recorder import crawl_counter, shape_elements
+from .inputs import check_model, make_inputs
+from .receptive_fields import module_kind
+from .storage import totals_storage
 
 MODES = ("full", "structure")
 
@@ -58,20 +57,20 @@ def _assembler() -> _core.Assembler:
     from ..opflops.mode import COUNTED, DEFERRED, UNCOUNTED
 
     return _core.Assembler(
-        kind_of=_module_kind,
+        kind_of=module_kind,
         iter_tensors=iter_tensors,
         describe=describe,
-        dtype_names=_DTYPE_NAMES,
-        device_names=_DEVICE_NAMES,
+        dtype_names=DTYPE_NAMES,
+        device_names=DEVICE_NAMES,
         module_scope=_MODULE_SCOPE,
         module_method=_MODULE_METHOD,
-        path_scope=_PATH_SCOPE,
+        path_scope=MODULE_PATH_SCOPE,
         path_method=FLOPS_METHOD,
         counted=COUNTED,
         deferred=DEFERRED,
         uncounted=UNCOUNTED,
         size_type=torch.Size,
-        shape_elements=_shape_elements,
+        shape_elements=shape_elements,
     )
 
 
@@ -141,7 +140,7 @@ def _structure_operator_flops() -> OperatorFlops:
     }
 
 
-def _analyse(
+def run_analysis(
     model: Any,
     input_shape: Any,
     dtype: Any,
@@ -153,25 +152,30 @@ def _analyse(
     input_size: Any = None,
     tensor_memory: bool = False,
 ) -> AnalysisReport:
+    """One analysis of ``model`` for ``caller`` (``crawl_module`` or ``summary``), its report.
+
+    The arguments are those of :func:`~torchscan.crawl_module`, the inputs as given (see
+    ``torchinfo_inputs``); the training flags are restored on the way out, exceptions included.
+    """
     import torch
 
-    _check_model(model)
+    check_model(model)
     if mode not in MODES:
         raise InvalidArgumentError(f"mode must be 'full' or 'structure', got {mode!r}")
-    positional, keywords, resolved_device = _make_inputs(
+    positional, keywords, resolved_device = make_inputs(
         model, input_shape, dtype, args, kwargs, device, input_size
     )
     generated = input_shape is not None or input_size is not None
     flags_before = current_flags()
     # One walk of the module tree serves the hooks, the training flags and the storage totals.
-    named_modules = _all_named_modules(model)
+    named_modules = all_named_modules(model)
     full = mode == "full"
-    recorder = _Recorder(named_modules, [] if full else None)
+    recorder = ModuleCallRecorder(named_modules, [] if full else None)
     # Each module once, as the recorder keeps them (a module under several paths once).
     recorder_modules = recorder.modules
     training = [module.training for module in recorder_modules]
     all_inputs = iter_tensors((positional, keywords))
-    counter = _crawl_counter(recorder) if full else None
+    counter = crawl_counter(recorder) if full else None
     # The modules are this analysis's until their state is restored; another analysis of any of
     # them (another thread, or one started inside this forward) is refused before it changes a
     # thing, and so is this one while another holds them.
@@ -279,7 +283,7 @@ def _build_report(
     operator_diagnostics: list[Diagnostic],
     computed_dtypes: list[tuple[str, int]],
 ) -> AnalysisReport:
-    storage, shared_names = _totals_storage(walked)
+    storage, shared_names = totals_storage(walked)
     dtypes = _model_dtypes(computed_dtypes, set(walked.dtypes), inputs)
     diagnostics: list[Diagnostic] = []
     if shared_names:
@@ -351,7 +355,11 @@ def _input_bytes(inputs: list[Any]) -> MetricResult:
     return _metrics.complete(total, "B", _INPUT_SCOPE, "elements x element size of each tensor")
 
 
-def _strict_check(report: AnalysisReport) -> None:
+def strict_check(report: AnalysisReport) -> None:
+    """Raise :class:`~torchscan.IncompleteAnalysisError` for ``strict=True``.
+
+    Raised when a requested metric of a full analysis is partial or unavailable.
+    """
     if report["mode"] != "full":
         return
     totals = report["totals"]
@@ -369,7 +377,7 @@ def _strict_check(report: AnalysisReport) -> None:
 
 
 @contextlib.contextmanager
-def _collection_paused() -> Iterator[None]:
+def collection_paused() -> Iterator[None]:
     """Pause automatic garbage collection while an analysis runs, and resume it afterwards.
 
     An analysis allocates a few container objects per module call and per operator, which keep

@@ -15,7 +15,7 @@ from .. import _core
 from .._values import freeze
 
 
-def _all_named_modules(model: Any) -> list[tuple[str, Any]]:
+def all_named_modules(model: Any) -> list[tuple[str, Any]]:
     """``list(model.named_modules(remove_duplicate=False))``, walked without a generator per module.
 
     A module reachable under several paths is listed under each. A class that defines its own
@@ -82,7 +82,7 @@ def _needs_hooks(modules: Iterable[Any]) -> bool:
     return False
 
 
-class _Recorder:
+class ModuleCallRecorder:
     """Records every module call of one forward: the call tree, with frozen inputs and outputs.
 
     The recording itself is compiled (``_core.CallRecorder``): it runs between the forward's
@@ -123,7 +123,7 @@ class _Recorder:
         """Position of the innermost open call (``None`` outside every call)."""
         return self.core.top
 
-    def __enter__(self) -> _Recorder:
+    def __enter__(self) -> ModuleCallRecorder:
         try:
             if _needs_hooks(self.modules):
                 from torch.nn.modules import module as torch_module
@@ -146,6 +146,7 @@ class _Recorder:
         self.close()
 
     def close(self) -> None:
+        """Remove the hooks and put every module's own ``forward`` back (safe to call twice)."""
         if self.handles:
             from torch.nn.modules import module as torch_module
 

@@ -16,7 +16,7 @@ from ..reports import (
     ModuleOperatorFlops,
     OperatorFlops,
 )
-from .call_recorder import _Recorder
+from .call_recorder import ModuleCallRecorder
 
 _OPERATOR_SCOPE = "operators of one evaluation forward"
 
@@ -42,7 +42,7 @@ def _tensor_ids(values: Any) -> list[int]:
     return found
 
 
-def _shape_elements(values: Iterable[Any]) -> int:
+def shape_elements(values: Iterable[Any]) -> int:
     """Elements of every tensor shape (``torch.Size``) among values as shape formulas take them.
 
     Tensors were replaced by their shapes; sizes, strides and other arguments are plain lists
@@ -58,13 +58,13 @@ def _shape_elements(values: Iterable[Any]) -> int:
         if kind is size_type:
             total += prod(value)
         elif kind is list or kind is tuple:
-            total += _shape_elements(value)
+            total += shape_elements(value)
         elif kind is dict:
-            total += _shape_elements(value.values())
+            total += shape_elements(value.values())
     return int(total)
 
 
-def _crawl_counter(recorder: _Recorder) -> Any:
+def crawl_counter(recorder: ModuleCallRecorder) -> Any:
     """An operator counter for the analysed forward (the class is built on first use)."""
     return _crawl_counter_class()(recorder)
 
@@ -97,7 +97,7 @@ def _crawl_counter_class() -> type:
         # reading every operator's tensor sizes would cost its forward for nothing.
         _count_bytes = False
 
-        def __init__(self, recorder: _Recorder) -> None:
+        def __init__(self, recorder: ModuleCallRecorder) -> None:
             super().__init__()
             self._recorder = recorder
             self._log = recorder.log if recorder.log is not None else []

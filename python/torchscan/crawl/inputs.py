@@ -13,7 +13,8 @@ from ..errors import InvalidArgumentError
 _MAX_INPUT_ELEMENTS = 2**48
 
 
-def _check_model(model: Any) -> None:
+def check_model(model: Any) -> None:
+    """Refuse anything but a ``torch.nn.Module``, naming ``measure_flops`` for other callables."""
     import torch
 
     if not isinstance(model, torch.nn.Module):
@@ -95,7 +96,7 @@ def _shapes(input_shape: Any, name: str = "input_shape") -> list[tuple[int, ...]
     return shapes
 
 
-def _torchinfo_inputs(
+def torchinfo_inputs(
     input_shape: Any, input_size: Any, input_data: Any, args: Any, kwargs: Any
 ) -> tuple[Any, Any]:
     """``args`` and ``kwargs`` with torchinfo's ``input_data`` folded in, given one way only.
@@ -132,7 +133,7 @@ def _torchinfo_inputs(
     return (input_data,), kwargs
 
 
-def _make_inputs(
+def make_inputs(
     model: Any,
     input_shape: Any,
     dtype: Any,

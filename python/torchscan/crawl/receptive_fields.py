@@ -10,7 +10,7 @@ from .. import _core
 _KIND_BY_TYPE: dict[type, _core.ModuleKind] = {}
 
 
-def _module_kind(module: Any) -> _core.ModuleKind:
+def module_kind(module: Any) -> _core.ModuleKind:
     """What the report's assembly needs of a module's type (see ``_core.Assembler``).
 
     Whether it has a formula, whether it is a transposed convolution, its field step, whether

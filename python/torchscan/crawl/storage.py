@@ -28,7 +28,7 @@ def _count(value: int, what: str) -> MetricResult:
     return _metrics.complete(int(value), "count", _COUNT_SCOPE.format(what=what), _COUNT_METHOD)
 
 
-def _totals_storage(walked: _core.StorageWalk) -> tuple[dict[str, MetricResult], list[str]]:
+def totals_storage(walked: _core.StorageWalk) -> tuple[dict[str, MetricResult], list[str]]:
     """Storage totals and the description of each tie, for the ``shared_tensors`` diagnostic.
 
     ``walked`` holds the totals and ties ``_core.walk_storage`` found: every storage element
