@@ -391,50 +391,6 @@ impl fmt::Display for MergeFailure {
 
 impl std::error::Error for MergeFailure {}
 
-/// The prefix of the problems of input `index` in [`MergeFailure::Invalid`]: `input 1`.
-pub fn input_label(index: usize) -> String {
-    format!("input {index}")
-}
-
-/// Reads, validates and merges rank reports given as JSON text, in any order; returns the
-/// `distributed_benchmark` report as pretty JSON.
-pub fn merge_rank_reports_json(texts: &[&str]) -> Result<String, MergeFailure> {
-    let mut reports = Vec::with_capacity(texts.len());
-    let mut problems = Vec::new();
-    let mut other_kind = None;
-    for (index, text) in texts.iter().enumerate() {
-        match crate::read_report(text) {
-            Ok(crate::Report::Benchmark(report)) => reports.push(*report),
-            Ok(report) => {
-                if other_kind.is_none() {
-                    other_kind = Some(MergeError::NotBenchmark {
-                        input: index,
-                        kind: report.kind().as_str().to_owned(),
-                    });
-                }
-            }
-            Err(found) => problems.extend(
-                found
-                    .iter()
-                    .map(|problem| problem.on_side(input_label(index))),
-            ),
-        }
-    }
-    if !problems.is_empty() {
-        return Err(MergeFailure::Invalid(problems));
-    }
-    if let Some(error) = other_kind {
-        return Err(MergeFailure::Refused(error));
-    }
-    let merged = merge_rank_reports(&reports).map_err(MergeFailure::Refused)?;
-    let wrapped = crate::Report::DistributedBenchmark(Box::new(merged));
-    let problems = crate::validate::check_report(&wrapped);
-    if !problems.is_empty() {
-        return Err(MergeFailure::Internal(problems));
-    }
-    Ok(crate::to_json_text(&wrapped))
-}
-
 /// One rank's report with its place in the job.
 struct Rank<'a> {
     place: &'a DistributedContext,

@@ -7,8 +7,9 @@
 //! others, each named after the report kind it makes: [`diff`] compares two analyses into a
 //! `report_diff` report, [`benchmark_comparison`] two benchmarks (or two merged distributed jobs)
 //! into a `benchmark_comparison` report. [`distributed`] merges the `benchmark` reports of every
-//! rank of a `torch.distributed` job into one `distributed_benchmark` report. [`roofline`]
-//! places a benchmark between the peaks it records, for the summary and the page alike.
+//! rank of a `torch.distributed` job into one `distributed_benchmark` report; [`merge_json`] reads,
+//! validates and merges rank reports given as JSON text. [`roofline`] places a benchmark between
+//! the peaks it records, for the summary and the page alike.
 //! Pure functions; no Python and no torch here.
 
 pub mod benchmark_comparison;
@@ -21,6 +22,7 @@ pub mod files;
 pub mod format;
 #[doc(hidden)]
 pub mod fuzz_targets;
+pub mod merge_json;
 pub mod parameter_totals;
 pub mod problem;
 pub mod read;

@@ -17,9 +17,8 @@ use torchscan_core::benchmark_comparison::{
     BenchCompareError, BenchCompareFailure, CompareOptions, compare_benchmarks,
     compare_benchmarks_json,
 };
-use torchscan_core::distributed::{
-    MergeError, MergeFailure, job_view, merge_rank_reports, merge_rank_reports_json,
-};
+use torchscan_core::distributed::{MergeError, MergeFailure, job_view, merge_rank_reports};
+use torchscan_core::merge_json::merge_rank_reports_json;
 use torchscan_core::schema::benchmark::{
     BenchmarkKind, BenchmarkMetrics, BenchmarkReport, PassName, ProfilerPass, TimingEvidence,
     TimingSettings, Workload,

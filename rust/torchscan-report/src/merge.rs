@@ -6,7 +6,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use torchscan_core::distributed::{MergeFailure, input_label, merge_rank_reports_json};
+use torchscan_core::distributed::MergeFailure;
+use torchscan_core::merge_json::{input_label, merge_rank_reports_json};
 use torchscan_core::{format_summary, read_report, render_html};
 
 use crate::compare::print_located_problems;

@@ -919,7 +919,7 @@ fn merge_json_is_the_core_merge_byte_for_byte_in_any_order() {
         assert_eq!(stderr(&output), "");
     }
     assert_eq!(
-        torchscan_core::distributed::merge_rank_reports_json(&[&read(&rank1), &read(&rank0)]),
+        torchscan_core::merge_json::merge_rank_reports_json(&[&read(&rank1), &read(&rank0)]),
         Ok(expected.clone())
     );
     // One input from standard input, the output to a file.

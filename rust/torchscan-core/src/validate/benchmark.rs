@@ -1,7 +1,7 @@
 //! Invariants of benchmark and peak-memory reports: timing evidence, passes and memory scopes.
 
 use super::model::check_operator_flops;
-use super::{Checker, check_metric, check_value_metas};
+use super::{Checker, check_block_durations, check_metric, check_value_metas};
 use super::{RECOMPUTE_RELATIVE_TOLERANCE, approx_equal};
 use crate::schema::benchmark::{
     BenchmarkMetrics, BenchmarkReport, PassName, ProfilerPass, ProfilerTrace, TimingEvidence,
@@ -37,26 +37,6 @@ fn check_settings(c: &mut Checker, settings: &TimingSettings) {
             c.problem_at("passes", "lists a pass more than once");
         }
     });
-}
-
-/// Timed blocks: at least one, each duration positive (the benchmark's and the peak pass's).
-pub(super) fn check_block_durations(c: &mut Checker, durations: &[f64]) {
-    if durations.is_empty() {
-        c.problem("at least one timed block is required");
-    }
-    for (index, duration) in durations.iter().enumerate() {
-        if *duration <= 0.0 {
-            if c.is_full() {
-                c.omitted += 1;
-                continue;
-            }
-            c.at_index(index, |c| {
-                c.problem(format!(
-                    "block durations must be positive, found {duration}"
-                ))
-            });
-        }
-    }
 }
 
 fn check_timing(c: &mut Checker, timing: &TimingEvidence) {

@@ -262,6 +262,27 @@ fn check_metric(c: &mut Checker, key: &str, metric: &MetricResult, expected_unit
     });
 }
 
+/// Timed blocks: at least one, each duration positive (the benchmark's and the peak pass's), here
+/// where both of their validators reach it without importing each other.
+fn check_block_durations(c: &mut Checker, durations: &[f64]) {
+    if durations.is_empty() {
+        c.problem("at least one timed block is required");
+    }
+    for (index, duration) in durations.iter().enumerate() {
+        if *duration <= 0.0 {
+            if c.is_full() {
+                c.omitted += 1;
+                continue;
+            }
+            c.at_index(index, |c| {
+                c.problem(format!(
+                    "block durations must be positive, found {duration}"
+                ))
+            });
+        }
+    }
+}
+
 fn check_value_meta(c: &mut Checker, meta: &ValueMeta) {
     match meta {
         ValueMeta::Tensor(tensor) => {

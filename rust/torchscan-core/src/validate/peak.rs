@@ -6,7 +6,7 @@
 //! (a lower bound) when the numerator is a lower bound and the divisor is complete, unavailable
 //! otherwise.
 
-use super::{Checker, approx_equal, check_metric};
+use super::{Checker, approx_equal, check_block_durations, check_metric};
 use crate::schema::benchmark::{
     BenchmarkReport, DeclaredPeak, HardwarePeak, MeasuredPeak, PassName, PeakOrigin, PeakTiming,
 };
@@ -392,7 +392,7 @@ fn check_measured(c: &mut Checker, measured: &MeasuredPeak) {
 fn check_peak_timing(c: &mut Checker, timing: &PeakTiming) {
     c.at_least_one("calls_per_block", timing.calls_per_block);
     c.at("block_durations_s", |c| {
-        super::benchmark::check_block_durations(c, &timing.block_durations_s)
+        check_block_durations(c, &timing.block_durations_s)
     });
 }
 

@@ -13,7 +13,7 @@ use crate::errors::merge_error;
 pub(super) fn merge_rank_reports_json(py: Python<'_>, texts: Vec<String>) -> PyResult<String> {
     let outcome = py.detach(|| {
         let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-        torchscan_core::distributed::merge_rank_reports_json(&texts)
+        torchscan_core::merge_json::merge_rank_reports_json(&texts)
     });
     outcome.map_err(|failure| merge_error(py, failure))
 }
