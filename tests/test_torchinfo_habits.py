@@ -285,6 +285,18 @@ def test_bad_col_names_are_refused_before_the_forward() -> None:
     assert model.calls == 0
 
 
+def test_the_core_refuses_unknown_columns_as_torchscan_errors_itself() -> None:
+    """The compiled check raises torchscan's own error: no Python site translates it."""
+    from torchscan import _core
+
+    with pytest.raises(InvalidArgumentError) as caught:
+        _core.check_summary_columns(["num_params", "nope"])
+    assert str(caught.value).startswith("col_names: ")
+    assert "nope" in str(caught.value)
+    assert caught.value.__cause__ is None and caught.value.__context__ is None
+    _core.check_summary_columns(["num_params", "output_size"])  # known names pass
+
+
 def test_tensor_memory_measures_the_peak_in_place_of_torchinfos_estimate() -> None:
     torch.manual_seed(0)
     model = nn.Sequential(nn.Linear(128, 128), nn.ReLU()).train()

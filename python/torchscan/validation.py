@@ -295,9 +295,7 @@ def check_col_names(col_names: Sequence[str] | None) -> list[str] | None:
         raise InvalidArgumentError("col_names must name at least one column")
     if not all(isinstance(name, str) for name in names):
         raise InvalidArgumentError(f"col_names must be column names (strings), got {names!r}")
-    try:
-        # The core knows the columns: an unknown name, a repeat, or two names of one column.
-        _core.check_summary_columns(names)
-    except ValueError as error:
-        raise InvalidArgumentError(f"col_names: {error}") from None
+    # The core knows the columns: an unknown name, a repeat, or two names of one column raise
+    # InvalidArgumentError("col_names: ...") from there.
+    _core.check_summary_columns(names)
     return names

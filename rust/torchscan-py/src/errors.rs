@@ -34,6 +34,12 @@ pub fn register(_module: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// A `col_names` the summary does not know (an unknown name, a repeat, two names of one column),
+/// as `torchscan.errors.InvalidArgumentError("col_names: <why>")`.
+pub fn column_error(py: Python<'_>, error: impl std::fmt::Display) -> PyErr {
+    torchscan_error(py, "InvalidArgumentError", format!("col_names: {error}"))
+}
+
 /// Problems found in a report, as `torchscan.errors.ReportValidationError([(path, message), ...])`.
 pub fn validation_error(py: Python<'_>, problems: Vec<Problem>) -> PyErr {
     let pairs: Vec<(String, String)> = problems

@@ -2,7 +2,7 @@
 
 use pyo3::prelude::*;
 
-use crate::errors::{render_error, validation_error};
+use crate::errors::{column_error, render_error, validation_error};
 
 /// Validates report JSON text; returns the report's kind or raises `torchscan.errors.ReportValidationError`.
 #[pyfunction]
@@ -43,13 +43,13 @@ pub(super) fn format_summary_json(
         .map_err(|problems| validation_error(py, problems))
 }
 
-/// Checks the analysis table's column names (`col_names`): `ValueError` naming an unknown name,
-/// or one that chooses a column an earlier name chose.
+/// Checks the analysis table's column names (`col_names`): `InvalidArgumentError` naming an
+/// unknown name, or one that chooses a column an earlier name chose.
 #[pyfunction]
-pub(super) fn check_summary_columns(names: Vec<String>) -> PyResult<()> {
+pub(super) fn check_summary_columns(py: Python<'_>, names: Vec<String>) -> PyResult<()> {
     torchscan_core::summary::Column::from_names(&names)
         .map(|_| ())
-        .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
+        .map_err(|error| column_error(py, error))
 }
 
 /// The self-contained HTML page of report JSON text; raises `ReportValidationError` when invalid.
