@@ -11,12 +11,13 @@ import pytest
 from torchscan.errors import ReportValidationError
 from torchscan.render import render_report
 
-from .conftest import ROOT
+from .conftest import ROOT, report_cli
 
 FIXTURES = sorted((ROOT / "tests/fixtures/reports").glob("*.json")) + sorted(
     (ROOT / "python/torchscan/data").glob("*.json")
 )
-CLI = Path(__file__).resolve().parents[1] / ".venv/bin/torchscan-report"
+# The console script of the interpreter running the tests, wherever its environment lives.
+CLI = report_cli()
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda path: path.name)

@@ -38,12 +38,21 @@ def binary() -> str:
     if named:
         return named
     # Never a stale one: cargo rebuilds it when the sources changed (a no-op otherwise).
-    subprocess.run(
-        ["cargo", "build", "--locked", "--quiet", "-p", "torchscan-report"],
-        cwd=ROOT,
-        check=True,
-        timeout=1200,
-    )
+    try:
+        subprocess.run(
+            ["cargo", "build", "--locked", "--quiet", "-p", "torchscan-report"],
+            cwd=ROOT,
+            check=True,
+            timeout=1200,
+        )
+    except OSError as error:  # no cargo, or one this user may not run (another user's rustup)
+        reason = (
+            f"cargo cannot be run here ({error.strerror}): set TORCHSCAN_REPORT_BINARY to a "
+            "torchscan-report binary built from this tree"
+        )
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
     return str(ROOT / "target" / "debug" / "torchscan-report")
 
 
