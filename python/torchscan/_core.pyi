@@ -1,8 +1,14 @@
 """Type stubs of the compiled ``torchscan._core`` extension (checked by ``mypy.stubtest``)."""
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, final
+
+import torch
+
+from torchscan.formulas._common import EstimateFn, FieldFn
+from torchscan.opflops.mode import Entry
+from torchscan.reports import Diagnostic, Layer, MetricResult, ModuleOperatorFlops, TensorMeta
 
 __all__ = [
     "READABLE_SCHEMA_VERSIONS",
@@ -71,7 +77,7 @@ def cli_main(argv: list[str]) -> int: ...
 def write_file(path: str | os.PathLike[str], data: bytes) -> None: ...
 def read_file(path: str | os.PathLike[str], max_bytes: int = 1073741824) -> bytes: ...
 def exclusion_reasons() -> dict[str, str]: ...
-def walk_storage(named_modules: list[tuple[str, Any]]) -> StorageWalk: ...
+def walk_storage(named_modules: list[tuple[str, torch.nn.Module]]) -> StorageWalk: ...
 def compare_benchmarks_json(
     baseline: str,
     candidate: str,
@@ -89,32 +95,36 @@ class DispatchRecorder:
 
     def __new__(
         cls,
-        entries: dict[int, Any],
-        general: Any,
+        entries: dict[int, Entry],
+        general: Callable[..., object],
         scope: CallRecorder | list[str] | Callable[[], Iterable[str]],
-        log: list[Any],
-        tensor: Any,
-        parameter: Any,
-        call_boxed: Any,
-        function_modes: Any,
+        log: list[OperatorRecord | int],
+        tensor: type[torch.Tensor],
+        parameter: type[torch.nn.Parameter],
+        call_boxed: Callable[..., object],
+        function_modes: Callable[[], int],
         counted: int,
         deferred: int,
         uncounted: int,
         *,
         operator_bytes: bool = False,
     ) -> DispatchRecorder: ...
+    # The operator's result, whatever the operator returns: a dispatch mode's handler.
     def __call__(
         self,
-        _mode: Any,
-        func: Any,
-        types: Any,
-        args: Any = None,
-        kwargs: Any = None,
+        _mode: object,
+        func: torch._ops.OpOverload,
+        types: object,
+        args: tuple[object, ...] | None = None,
+        kwargs: dict[str, object] | None = None,
     ) -> Any: ...
     def tallies(self) -> list[CallTally]: ...
+    # The value itself, returned unchanged once its tensors' dtypes and devices are noted.
     def observe(self, value: Any) -> Any: ...
     def append(self, record: OperatorRecord) -> None: ...
-    def add_bytes(self, args: Any, kwargs: Any, out: Any) -> int: ...
+    def add_bytes(
+        self, args: tuple[object, ...], kwargs: Mapping[str, object] | None, out: object
+    ) -> int: ...
     def ledger(self) -> FlopLedger: ...
 
 @final
@@ -137,11 +147,11 @@ class FlopLedger:
     @property
     def modules(self) -> list[PathFlops]: ...
     @property
-    def dtype_flops(self) -> dict[Any, int]: ...
+    def dtype_flops(self) -> dict[torch.dtype, int]: ...
     @property
-    def devices(self) -> list[Any]: ...
+    def devices(self) -> list[torch.device]: ...
     @property
-    def dtypes(self) -> list[Any]: ...
+    def dtypes(self) -> list[torch.dtype]: ...
     @property
     def threads(self) -> list[int]: ...
     @property
@@ -154,7 +164,7 @@ class CallTally:
     """The calls of one operator entry that a ``DispatchRecorder`` logged."""
 
     @property
-    def entry(self) -> Any: ...
+    def entry(self) -> Entry: ...
     @property
     def calls(self) -> int: ...
     @property
@@ -167,21 +177,21 @@ class OperatorRecord:
     def __new__(
         cls,
         *,
-        entry: Any,
+        entry: Entry,
         call: int | None,
         outcome: int,
         flops: int,
-        args: list[Any] | None,
-        kwargs: dict[str, Any] | None,
-        out: Any,
+        args: list[object] | None,
+        kwargs: dict[str, object] | None,
+        out: object,
         inputs: list[int],
         first_inputs: int,
         outputs: list[tuple[int, int]],
         paths: tuple[str, ...] | None = None,
-        dtype: Any = None,
+        dtype: torch.dtype | None = None,
     ) -> OperatorRecord: ...
     @property
-    def entry(self) -> Any: ...
+    def entry(self) -> Entry: ...
     @property
     def call(self) -> int | None: ...
     @property
@@ -189,11 +199,11 @@ class OperatorRecord:
     @property
     def flops(self) -> int: ...
     @property
-    def args(self) -> list[Any] | None: ...
+    def args(self) -> list[object] | None: ...
     @property
-    def kwargs(self) -> dict[str, Any] | None: ...
+    def kwargs(self) -> dict[str, object] | None: ...
     @property
-    def out(self) -> Any: ...
+    def out(self) -> object: ...
     @property
     def inputs(self) -> list[int]: ...
     @property
@@ -203,19 +213,19 @@ class OperatorRecord:
     @property
     def paths(self) -> tuple[str, ...] | None: ...
     @property
-    def dtype(self) -> Any: ...
+    def dtype(self) -> torch.dtype | None: ...
 
 @final
 class TensorSpec:
     """What a formula or a report needs of a tensor, taken when it is seen: never its values."""
 
-    def __new__(cls, tensor: Any) -> TensorSpec: ...
+    def __new__(cls, tensor: torch.Tensor) -> TensorSpec: ...
     @property
-    def shape(self) -> Any: ...
+    def shape(self) -> torch.Size: ...
     @property
-    def dtype(self) -> Any: ...
+    def dtype(self) -> torch.dtype: ...
     @property
-    def device(self) -> Any: ...
+    def device(self) -> torch.device: ...
     @property
     def requires_grad(self) -> bool: ...
     @property
@@ -225,8 +235,8 @@ class TensorSpec:
     def dim(self) -> int: ...
     def numel(self) -> int: ...
     def describe(
-        self, dtype_names: dict[Any, str], device_names: dict[Any, str]
-    ) -> dict[str, Any] | None: ...
+        self, dtype_names: dict[torch.dtype, str], device_names: dict[torch.device, str]
+    ) -> TensorMeta | None: ...
 
 @final
 class CallRecorder:
@@ -234,10 +244,10 @@ class CallRecorder:
 
     def __new__(
         cls,
-        modules: list[tuple[Any, str, int]],
-        log: list[Any] | None,
-        tensor: Any,
-        freeze: Any,
+        modules: list[tuple[torch.nn.Module, str, int]],
+        log: list[OperatorRecord | int] | None,
+        tensor: type[torch.Tensor],
+        freeze: Callable[[object], object],
     ) -> CallRecorder: ...
     @property
     def top(self) -> int | None: ...
@@ -247,10 +257,10 @@ class CallRecorder:
     @staticmethod
     def leave(
         recorder: CallRecorder,
-        module: Any,
-        inputs: Any,
-        output: Any,
-        kwargs: dict[str, Any] | None = None,
+        module: torch.nn.Module,
+        inputs: tuple[object, ...],
+        output: object,
+        kwargs: dict[str, object] | None = None,
     ) -> None: ...
 
 @final
@@ -287,9 +297,9 @@ class StorageWalk:
     @property
     def buffer_bytes(self) -> int: ...
     @property
-    def dtypes(self) -> list[Any]: ...
+    def dtypes(self) -> list[torch.dtype]: ...
     @property
-    def devices(self) -> list[Any]: ...
+    def devices(self) -> list[torch.device]: ...
     @property
     def ties(self) -> list[StorageTie]: ...
 
@@ -298,7 +308,7 @@ class FormulaTally:
     """What the deferred shape formulas of one operator entry came to."""
 
     @property
-    def entry(self) -> Any: ...
+    def entry(self) -> Entry: ...
     @property
     def counted(self) -> int: ...
     @property
@@ -313,13 +323,13 @@ class Assembly:
     """The per-call parts of an analysis report, as ``Assembler.assemble`` returns them."""
 
     @property
-    def layers(self) -> list[Any]: ...
+    def layers(self) -> list[Layer]: ...
     @property
-    def module_totals(self) -> dict[str, Any]: ...
+    def module_totals(self) -> dict[str, MetricResult]: ...
     @property
-    def by_module(self) -> list[Any]: ...
+    def by_module(self) -> list[ModuleOperatorFlops]: ...
     @property
-    def diagnostics(self) -> list[Any]: ...
+    def diagnostics(self) -> list[Diagnostic]: ...
     @property
     def tallies(self) -> list[FormulaTally]: ...
     @property
@@ -336,11 +346,11 @@ class Assembler:
     def __new__(
         cls,
         *,
-        kind_of: Any,
-        iter_tensors: Any,
-        describe: Any,
-        dtype_names: dict[Any, str],
-        device_names: dict[Any, str],
+        kind_of: Callable[[torch.nn.Module], ModuleKind],
+        iter_tensors: Callable[[object], list[TensorSpec]],
+        describe: Callable[[object], object],
+        dtype_names: dict[torch.dtype, str],
+        device_names: dict[torch.device, str],
         module_scope: str,
         module_method: str,
         path_scope: str,
@@ -348,15 +358,15 @@ class Assembler:
         counted: int,
         deferred: int,
         uncounted: int,
-        size_type: Any,
-        shape_elements: Any,
+        size_type: type[torch.Size],
+        shape_elements: Callable[..., int],
     ) -> Assembler: ...
     def assemble(
         self,
         recorder: CallRecorder,
         own: OwnStorage,
         *,
-        log: list[Any] | None = None,
+        log: list[OperatorRecord | int] | None = None,
         seeds: list[tuple[int, int]] = ...,
     ) -> Assembly: ...
 
@@ -369,20 +379,20 @@ class ModuleKind:
         *,
         has_formula: bool,
         transposed: bool,
-        field: Any,
+        field: FieldFn | None,
         batched_passthrough: bool,
-        estimate: Any,
+        estimate: EstimateFn | None,
     ) -> ModuleKind: ...
     @property
     def has_formula(self) -> bool: ...
     @property
     def transposed(self) -> bool: ...
     @property
-    def field(self) -> Any: ...
+    def field(self) -> FieldFn | None: ...
     @property
     def batched_passthrough(self) -> bool: ...
     @property
-    def estimate(self) -> Any: ...
+    def estimate(self) -> EstimateFn | None: ...
 
 @final
 class ModuleForward:
@@ -392,17 +402,19 @@ class ModuleForward:
         cls,
         recorder: CallRecorder,
         index: int,
-        module: Any,
-        function: Any,
+        module: torch.nn.Module,
+        function: Callable[..., object],
         method: bool,
-        previous: Any,
+        previous: object,
     ) -> ModuleForward: ...
     @property
-    def module(self) -> Any: ...
+    def module(self) -> torch.nn.Module: ...
+    # What the module's own forward stood in for: a function set on the instance, or a marker.
     @property
-    def previous(self) -> Any: ...
+    def previous(self) -> object: ...
     @property
-    def __wrapped__(self) -> Any: ...
+    def __wrapped__(self) -> Callable[..., object]: ...
+    # Whatever the module's forward returns (a stand-in for it).
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
 
 @final
