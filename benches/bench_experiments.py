@@ -43,7 +43,7 @@ from typing import Any
 import torch
 
 import torchscan
-from torchscan.timing import TimingBudget, run_interleaved_timing
+from torchscan.measure.timing import TimingBudget, run_interleaved_timing
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))

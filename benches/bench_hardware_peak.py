@@ -3,7 +3,7 @@
 
 The pass (``metrics=[..., "hardware_peak"]``) times a dense square matmul and a large copy with
 the latency pass's block timing, at its default budget. This benchmark times the pass itself
-(``torchscan._peak.measure_hardware_peak`` on ``cpu`` in float32, torch on one thread) over a
+(``torchscan.measure.peak.measure_hardware_peak`` on ``cpu`` in float32, torch on one thread) over a
 few rounds and prints its wall time: goal, at most 2 s by default. For information it then
 measures two workloads with the pass: a 1024 x 1024 float32 matmul, whose ``flop_utilization``
 against the measured matmul peak on the same thread should land near 1, and a
@@ -30,7 +30,7 @@ import torch
 from _common import finish, machine
 
 import torchscan
-from torchscan._peak import measure_hardware_peak
+from torchscan.measure.peak import measure_hardware_peak
 
 LIMIT_S = 2.0
 

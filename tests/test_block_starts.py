@@ -13,8 +13,8 @@ import torch
 
 import torchscan
 from torchscan import compare_benchmarks, compare_workloads, measure_workload
+from torchscan.measure.timing import BlockLog, TimingBudget, TimingRun, run_timing
 from torchscan.reports import BenchmarkReport, TimingEvidence
-from torchscan.timing import BlockLog, TimingBudget, TimingRun, run_timing
 
 torch.set_num_threads(1)
 FAST: dict[str, Any] = {

@@ -750,7 +750,7 @@ def test_values_compared_in_chunks_are_the_values_compared_whole(
     dtypes: tuple[torch.dtype, torch.dtype],
     view: str,
 ) -> None:
-    monkeypatch.setattr(torchscan.check, "CHUNK_ELEMENTS", chunk)
+    monkeypatch.setattr(torchscan.measure.output_check, "CHUNK_ELEMENTS", chunk)
     full = shape if view != "every-other-column" else (*shape[:-1], shape[-1] * 2)
     baseline = _adversarial(full, dtypes[0], 1)
     # The candidate: the baseline with some elements moved and others replaced, so that NaNs,
@@ -792,7 +792,7 @@ def test_integers_compared_in_chunks_are_the_integers_compared_whole(
     candidate[::4, 2] = torch.tensor(2**63 - 1)
     results = []
     for size in (chunk, 10**9):
-        monkeypatch.setattr(torchscan.check, "CHUNK_ELEMENTS", size)
+        monkeypatch.setattr(torchscan.measure.output_check, "CHUNK_ELEMENTS", size)
         for rtol, atol in ((0.0, 0.0), (0.0, 2.0), (1e-18, 1.0)):
             leaf = check_outputs(baseline.t(), candidate.t(), rtol=rtol, atol=atol)["leaves"][0]
             results.append(

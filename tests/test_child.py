@@ -23,7 +23,8 @@ from types import MethodType, ModuleType
 import psutil
 import pytest
 
-from torchscan.child import (
+from torchscan.errors import InvalidArgumentError
+from torchscan.measure.rss.parent import (
     SCOPE_BASELINE,
     SCOPE_LIFETIME,
     SCOPE_WORKLOAD,
@@ -34,7 +35,6 @@ from torchscan.child import (
     measure_process_rss,
     workload_reference,
 )
-from torchscan.errors import InvalidArgumentError
 
 MIB = 1 << 20
 LINUX = sys.platform.startswith("linux")
@@ -228,7 +228,7 @@ def test_sampling_fallback_sees_a_held_allocation(tmp_path: Path) -> None:
         """,
     )
     code = (
-        "import os, sys, torchscan._child_main as child\n"
+        "import os, sys, torchscan.measure.rss.worker as child\n"
         "child._reset_high_water_mark = lambda: False\n"
         "status = child.main(sys.argv[1:])\n"
         "sys.stdout.flush(); os._exit(status)\n"
@@ -492,7 +492,7 @@ def test_script_main_functions_are_not_referenced(tmp_path: Path) -> None:
         tmp_path,
         "script",
         """
-        from torchscan.child import measure_process_rss, workload_reference
+        from torchscan.measure.rss.parent import measure_process_rss, workload_reference
 
         def run():
             return None
@@ -590,7 +590,7 @@ SELF_REFERENCING = """
     import os
     import sys
 
-    from torchscan.child import measure_process_rss
+    from torchscan.measure.rss.parent import measure_process_rss
 
     with open(os.environ["SIDE_EFFECTS"], "a") as handle:
         handle.write("top level ran\\n")
@@ -739,7 +739,7 @@ def test_path_references_from_a_guarded_script_measure_each_function(tmp_path: P
         import json
         import os
 
-        from torchscan.child import measure_process_rss
+        from torchscan.measure.rss.parent import measure_process_rss
 
         if __name__ == "__main__":
             here = os.path.dirname(os.path.abspath(__file__))
@@ -913,7 +913,7 @@ def test_an_instance_that_cannot_be_pickled_is_refused(
 def test_the_unpickled_object_must_be_of_the_imported_class(tmp_path: Path) -> None:
     # The child's check after unpickling: another class is refused; the same class replaces the
     # module-level object, so the module sees the object that runs.
-    from torchscan._child_main import WorkloadRefusedError, _with_state
+    from torchscan.measure.rss.worker import WorkloadRefusedError, _with_state
 
     module = ModuleType("ts_child_state_check")
     imported = Workload()
@@ -958,7 +958,7 @@ def test_state_that_refers_to_the_main_script_is_refused(tmp_path: Path) -> None
         "holding_script",
         """
         import holder
-        from torchscan.child import measure_process_rss
+        from torchscan.measure.rss.parent import measure_process_rss
 
         def main():
             return "the script's main"
@@ -1066,7 +1066,7 @@ def test_a_module_that_measures_itself_at_import_is_refused_without_recursion(
         import json
         import os
 
-        from torchscan.child import measure_process_rss
+        from torchscan.measure.rss.parent import measure_process_rss
 
         with open(os.path.join(os.path.dirname(__file__), "imports.txt"), "a") as handle:
             handle.write(f"{os.getpid()}\\n")
@@ -1139,7 +1139,7 @@ def test_invalid_arguments_raise(kwargs: dict[str, object]) -> None:
 
 
 def test_no_torch_import_at_module_import_time() -> None:
-    code = "import sys, torchscan.child; print('torch' in sys.modules)"
+    code = "import sys, torchscan.measure.rss.parent; print('torch' in sys.modules)"
     completed = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )

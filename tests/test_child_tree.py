@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from torchscan.child import RssResult, _stop_grace_s, measure_process_rss
+from torchscan.measure.rss.parent import RssResult, _stop_grace_s, measure_process_rss
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="process trees are read from Linux's /proc"
@@ -278,7 +278,7 @@ def test_killed_parent_leaves_no_descendant(workloads: tuple[Path, Path]) -> Non
     ready = Path(f"{record}.ready")
     code = (
         "import sys\n"
-        "from torchscan.child import measure_process_rss\n"
+        "from torchscan.measure.rss.parent import measure_process_rss\n"
         f"measure_process_rss(sys.argv[1], timeout_s={LONG_TIMEOUT_S})\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code, f"{module}:setsid_sleeps"])
@@ -308,7 +308,7 @@ def test_a_caller_that_ignores_sigchld_still_gets_a_measurement(
     code = (
         "import signal, sys\n"
         "signal.signal(signal.SIGCHLD, signal.SIG_IGN)\n"
-        "from torchscan.child import measure_process_rss\n"
+        "from torchscan.measure.rss.parent import measure_process_rss\n"
         f"result = measure_process_rss(sys.argv[1], timeout_s={LONG_TIMEOUT_S})\n"
         "print(result.lifetime_peak['status'], result.diagnostics)\n"
     )

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from torchscan import _references
-from torchscan.child import measure_process_rss
 from torchscan.cli import main
+from torchscan.measure.rss.parent import measure_process_rss
 
 from .conftest import ROOT
 

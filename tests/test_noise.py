@@ -14,14 +14,7 @@ import torch
 
 import torchscan
 from torchscan import compare_workloads, measure_workload
-from torchscan._pipeline import (
-    Passes,
-    add_timing,
-    assemble_report,
-    raise_if_incomplete,
-    run_later_passes,
-)
-from torchscan.noise import (
+from torchscan.measure.noise import (
     NOISE_METRICS,
     NoiseRecord,
     NoiseSampler,
@@ -29,7 +22,14 @@ from torchscan.noise import (
     noise_metrics,
     noisy_machine_diagnostic,
 )
-from torchscan.timing import TimingBudget, run_timing
+from torchscan.measure.pipeline import (
+    Passes,
+    add_timing,
+    assemble_report,
+    raise_if_incomplete,
+    run_later_passes,
+)
+from torchscan.measure.timing import TimingBudget, run_timing
 
 torch.set_num_threads(1)
 FAST = {"min_time_s": 0.05, "max_time_s": 0.5, "min_blocks": 5, "warmup_time_s": 0.01}
@@ -484,7 +484,7 @@ def _long_report_with(key: str, value: float) -> dict:  # type: ignore[type-arg]
 
 
 def test_a_comparison_calls_a_report_noisy_exactly_where_the_report_would() -> None:
-    from torchscan.noise import (
+    from torchscan.measure.noise import (
         NOISY_CONTEXT_SWITCHES_PER_S,
         NOISY_OTHER_CPU_RATIO,
         NOISY_STEAL_RATIO,

@@ -20,13 +20,14 @@ from torchscan import (
     IncompleteMeasurementError,
     InvalidArgumentError,
     _metrics,
-    _peak,
     compare_benchmarks,
     compare_workloads,
     measure_workload,
     validate_report,
 )
-from torchscan._peak import (
+from torchscan.measure import peak as _peak
+from torchscan.measure.noise import NoiseRecord, NoiseSnapshot
+from torchscan.measure.peak import (
     Declared,
     check_peak,
     hardware_peak_section,
@@ -34,9 +35,8 @@ from torchscan._peak import (
     peak_dtype,
     rate_metrics,
 )
-from torchscan.noise import NoiseRecord, NoiseSnapshot
+from torchscan.measure.timing import TimingBudget, TimingRun
 from torchscan.reports import BenchmarkMetrics, Diagnostic, MeasuredPeak, MetricResult
-from torchscan.timing import TimingBudget, TimingRun
 from torchscan.validation import format_summary
 
 from .conftest import FIXTURES
@@ -277,10 +277,10 @@ def test_a_peak_out_of_range_never_makes_an_invalid_report(
 ) -> None:
     # Past the check (as a peak from another caller of the pipeline could be), a subnormal
     # peak leaves both utilizations unavailable with the reason: the report stays valid.
-    import torchscan.workload
+    import torchscan.measure.workload
 
     monkeypatch.setattr(
-        torchscan.workload, "check_peak", lambda peak: Declared(5e-324, 1e-300, "s")
+        torchscan.measure.workload, "check_peak", lambda peak: Declared(5e-324, 1e-300, "s")
     )
     workload, inputs = _linear()
     report = measure_workload(

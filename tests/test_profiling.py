@@ -8,7 +8,7 @@ import pytest
 import torch
 from torch import nn
 
-from torchscan.profiling import _add_cpu_totals
+from torchscan.measure.profiling import _add_cpu_totals
 
 
 def _profiled_training_steps() -> torch.profiler.profile:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from . import _core
 from . import process as process  # torchscan 0.2's submodule: torchscan.process.measure_peak_memory
 from ._metrics import metric_result
-from .check import check_outputs
 from .compare import compare_benchmarks, compare_reports
 from .crawl import crawl_module, summary
 from .distributed import merge_rank_reports
@@ -25,9 +24,11 @@ from .errors import (
     ReportValidationError,
     TorchscanError,
 )
-from .experiment import Experiment, compare_workloads
 from .flops import OperatorFlopCounter, measure_flops
 from .frames import to_frame
+from .measure.experiment import Experiment, compare_workloads
+from .measure.output_check import check_outputs
+from .measure.workload import measure_workload
 from .memory import TensorMemoryTracker, measure_peak_memory
 from .notebook import ReportView, show
 from .render import render_report
@@ -48,7 +49,6 @@ from .reports import (
     ReportDiff,
 )
 from .validation import format_summary, validate_report
-from .workload import measure_workload
 
 __version__: str = _core.__version__
 #: The report schema version this build writes.

@@ -1,7 +1,7 @@
 """The one loader of ``path/to/file.py:attr`` and ``module:attr`` references.
 
-Every command of ``python -m torchscan`` (``measure``, ``compare``, ``summary``) and the
-process-RSS child (:mod:`torchscan._child_main`) import the code they run through this module:
+Every command of ``python -m torchscan`` (``measure``, ``compare``, ``summary``) and the process-RSS
+child (:mod:`torchscan.measure.rss.worker`) import the code they run through this module:
 
 * A file is imported once per process, under a private module name derived from its resolved
   path (``_torchscan_workload_<stem>_<hash>``), never as ``__main__``: two files named

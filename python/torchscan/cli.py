@@ -420,7 +420,7 @@ def _run_user_code(run: Callable[[], Any], what: str = "the user's code") -> Any
 def _demo(arguments: argparse.Namespace) -> int:
     import torch
 
-    from .workload import measure_workload
+    from .measure.workload import measure_workload
 
     _check_html(arguments.html)
     paths = _checked_outputs(
@@ -544,13 +544,13 @@ def _metrics_of(arguments: argparse.Namespace) -> list[str] | None:
 def _check_workload_options(arguments: argparse.Namespace) -> None:
     """The checks ``measure_workload`` makes, before the user's module is imported."""
     from ._devices import resolve_device
-    from ._pipeline import (
+    from .errors import InvalidArgumentError
+    from .measure.pipeline import (
         check_budget,
         check_metrics,
         check_profiler_calls,
         check_work,
     )
-    from .errors import InvalidArgumentError
 
     try:
         check_metrics(_metrics_of(arguments))
@@ -564,8 +564,8 @@ def _check_workload_options(arguments: argparse.Namespace) -> None:
 
 def _check_profiler_trace(arguments: argparse.Namespace, path: str | None) -> None:
     """``--profiler-trace`` (``path``, ``{rank}`` replaced), checked as ``profiler_trace`` is."""
-    from ._pipeline import check_metrics, check_profiler_trace
     from .errors import InvalidArgumentError
+    from .measure.pipeline import check_metrics, check_profiler_trace
 
     try:
         check_profiler_trace(path, check_metrics(_metrics_of(arguments)))
@@ -579,8 +579,8 @@ def _peak_of(arguments: argparse.Namespace) -> dict[str, Any] | None:
     Checked as ``measure_workload`` checks it, the options named in the message; ``None`` when
     none of them is given.
     """
-    from ._peak import check_peak
     from .errors import InvalidArgumentError
+    from .measure.peak import check_peak
 
     given = {
         key: value
@@ -618,7 +618,7 @@ def _max_time(arguments: argparse.Namespace) -> float:
 
 
 def _measure(arguments: argparse.Namespace) -> int:
-    from .workload import measure_workload
+    from .measure.workload import measure_workload
 
     _check_html(arguments.html)
     if arguments.profiler_trace == "-":
@@ -628,7 +628,7 @@ def _measure(arguments: argparse.Namespace) -> int:
     _check_workload_options(arguments)
     _check_profiler_trace(arguments, paths["--profiler-trace"])
     from .errors import InvalidArgumentError
-    from .workload import check_rank_timeout
+    from .measure.workload import check_rank_timeout
 
     try:
         check_rank_timeout(arguments.rank_timeout)
@@ -707,7 +707,7 @@ def _timing_options(arguments: argparse.Namespace) -> dict[str, Any]:
 def _compare(arguments: argparse.Namespace) -> int:
     from .compare import check_comparison_options
     from .errors import InvalidArgumentError
-    from .experiment import compare_workloads
+    from .measure.experiment import compare_workloads
 
     _refuse_in_job(f"{PROG} compare")
     _check_html(arguments.html)
@@ -725,7 +725,7 @@ def _compare(arguments: argparse.Namespace) -> int:
     _check_workload_options(arguments)
     try:
         check_comparison_options(0.95, 2000, arguments.seed, arguments.min_effect)
-        from .check import check_tolerance
+        from .measure.output_check import check_tolerance
 
         check_tolerance("rtol", arguments.rtol)
         check_tolerance("atol", arguments.atol)

@@ -2,13 +2,13 @@
 
 The ``hardware_peak`` pass measures what the device attains here (a dense square matmul in the
 workload's dominant floating dtype, a large copy), timed by the latency pass's own block timing
-(:func:`torchscan.timing.run_timing`), on the same device and thread setting as the workload; on
-CUDA it also records the device's theoretical peak from its properties, where torch knows the
-architecture. A caller may declare a peak instead (``peak=``), with its source. The report then
-gains ``metrics.achieved_flop_rate`` (operator FLOPs over the warmed latency) and the utilization
-metrics, each with the status rules of every metric: complete only when every input is complete,
-a lower bound when the numerator is one, unavailable with the reason otherwise, never a zero for a
-missing number. The Rust validator recomputes every one of them.
+(:func:`torchscan.measure.timing.run_timing`), on the same device and thread setting as the
+workload; on CUDA it also records the device's theoretical peak from its properties, where torch
+knows the architecture. A caller may declare a peak instead (``peak=``), with its source. The report
+then gains ``metrics.achieved_flop_rate`` (operator FLOPs over the warmed latency) and the
+utilization metrics, each with the status rules of every metric: complete only when every input is
+complete, a lower bound when the numerator is one, unavailable with the reason otherwise, never a
+zero for a missing number. The Rust validator recomputes every one of them.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import _arguments, _metrics
-from .errors import InvalidArgumentError
-from .noise import noise_metrics, noise_past_thresholds
-from .reports import (
+from .. import _arguments, _metrics
+from ..errors import InvalidArgumentError
+from ..reports import (
     BenchmarkMetrics,
     DeclaredPeak,
     Diagnostic,
@@ -31,6 +30,7 @@ from .reports import (
     PeakOrigin,
     PeakTiming,
 )
+from .noise import noise_metrics, noise_past_thresholds
 from .timing import TimingBudget, run_timing, synchronizer, timed_call
 
 __all__ = [

@@ -1,11 +1,11 @@
 """The supervisor between the parent and the process-RSS child: nothing the child starts survives.
 
-Run by :mod:`torchscan.child` as ``python -I -S <this file> <report_fd> <worker argv...>``, by path,
-so it imports nothing but the standard library and stays small. It starts the worker
-(``python -m torchscan._child_main ...``) in a session of its own, with this process's standard
-output and error, and waits until the worker exits or the parent asks it to stop: any byte on,
-or the end of, its standard input (the parent closes its end on a timeout, an interrupt or its own
-death). Then it SIGKILLs the worker's process group and, on Linux, every process left below it,
+Run by :mod:`torchscan.measure.rss.parent` as ``python -I -S <this file> <report_fd> <worker
+argv...>``, by path, so it imports nothing but the standard library and stays small. It starts the
+worker (``python -m torchscan.measure.rss.worker ...``) in a session of its own, with this process's
+standard output and error, and waits until the worker exits or the parent asks it to stop: any byte
+on, or the end of, its standard input (the parent closes its end on a timeout, an interrupt or its
+own death). Then it SIGKILLs the worker's process group and, on Linux, every process left below it,
 reaps them all, and writes one line to ``report_fd``::
 
     exited <worker wait status> <worker ru_maxrss in bytes> <own peak RSS in bytes> <swept>
@@ -59,7 +59,7 @@ def process_table() -> dict[int, tuple[int, str]]:
     """``pid -> (parent pid, state letter)`` of every process, from ``/proc`` (Linux).
 
     Empty where ``/proc`` cannot be listed. The one reader of ``/proc/<pid>/stat`` in the
-    package: :mod:`torchscan.child` freezes and kills process trees with it too.
+    package: :mod:`torchscan.measure.rss.parent` freezes and kills process trees with it too.
     """
     table: dict[int, tuple[int, str]] = {}
     try:

@@ -1,15 +1,15 @@
 """The fresh child process of the process-RSS pass: import a workload, read RSS, call it, report.
 
-Run as ``python -m torchscan._child_main <reference> --calls N [--threads T] --device D
-[--fingerprint JSON] [--state FILE]`` by the supervisor (:mod:`torchscan._child_supervisor`) that
-:mod:`torchscan.child` starts, never imported for its side effects. A ``path/to/file.py:attr``
-reference is imported by :mod:`torchscan._references`, the loader the command line uses, as a
-module under a private name, never as ``__main__``; with
-``--fingerprint`` the imported object must match the parent's (:func:`workload_fingerprint`), or
-the child refuses it. With ``--state`` (a callable object, or a method of one) the child runs
-the parent's object, unpickled from ``FILE``, rather than the one its import built, once it has
-checked that it is of the same class. The child writes exactly one JSON line to its standard
-output (the workload's own prints go to standard error) and then exits:
+Run as ``python -m torchscan.measure.rss.worker <reference> --calls N [--threads T] --device D
+[--fingerprint JSON] [--state FILE]`` by the supervisor (:mod:`torchscan.measure.rss.supervisor`)
+that :mod:`torchscan.measure.rss.parent` starts, never imported for its side effects. A
+``path/to/file.py:attr`` reference is imported by :mod:`torchscan._references`, the loader the
+command line uses, as a module under a private name, never as ``__main__``; with ``--fingerprint``
+the imported object must match the parent's (:func:`workload_fingerprint`), or the child refuses it.
+With ``--state`` (a callable object, or a method of one) the child runs the parent's object,
+unpickled from ``FILE``, rather than the one its import built, once it has checked that it is of the
+same class. The child writes exactly one JSON line to its standard output (the workload's own prints
+go to standard error) and then exits:
 
 * success: ``{"protocol": 1, "ok": true, "baseline_b", "setup_peak_b", "workload_peak_b",
   "baseline_method", "peak_method"}``;
@@ -42,9 +42,9 @@ from collections.abc import Callable, Sequence
 from types import CodeType, FunctionType, MethodType, ModuleType
 from typing import Any
 
-from . import _references
-from ._child_supervisor import SUPERVISOR_PID_ENV
-from ._references import import_file, import_module, is_file_module_name
+from ... import _references
+from ..._references import import_file, import_module, is_file_module_name
+from .supervisor import SUPERVISOR_PID_ENV
 
 __all__ = [
     "CHILD_MARKER_ENV",
@@ -424,7 +424,7 @@ def _refuse_nested_requests() -> None:
     Such a module measures at import time (a script without a main guard): in the child its
     request was refused, and the names it bound may be the last of a loop, not the workload.
     """
-    child_module = sys.modules.get("torchscan.child")
+    child_module = sys.modules.get("torchscan.measure.rss.parent")
     nested = getattr(child_module, "nested_requests", 0) if child_module is not None else 0
     if isinstance(nested, int) and nested > 0:
         raise WorkloadRefusedError(
@@ -529,7 +529,7 @@ def _apply_parent_sys_path() -> None:
 
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m torchscan._child_main")
+    parser = argparse.ArgumentParser(prog="python -m torchscan.measure.rss.worker")
     parser.add_argument("reference")
     parser.add_argument("--calls", type=int, default=1)
     parser.add_argument("--threads", type=int, default=None)

@@ -34,7 +34,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .reports import Diagnostic, ProfiledOperator, ProfilerPass, ProfilerTrace
+from ..reports import Diagnostic, ProfiledOperator, ProfilerPass, ProfilerTrace
 
 __all__ = ["PROFILER_METHOD", "PROFILER_SCOPE", "not_requested_profiler", "run_profiler"]
 
@@ -117,7 +117,7 @@ def _run_profiler(
     trace: tuple[str, str] | None,
 ) -> tuple[ProfilerPass, list[Diagnostic]]:
     """:func:`run_profiler`, ``trace`` the trace's path and the scratch directory's."""
-    from ._threads import user_profiler_active, user_profiler_starts
+    from .._threads import user_profiler_active, user_profiler_starts
 
     path = None if trace is None else trace[0]
     exports = _Exports(None if trace is None else trace[1])
@@ -261,7 +261,7 @@ def _keep_trace(
     Returns the report's trace section (``None`` when nothing was written) and what went wrong
     (``None`` when the trace covers every profiled call).
     """
-    from . import _core
+    from .. import _core
 
     failures = "; ".join(exports.failed)
     try:

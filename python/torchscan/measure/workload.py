@@ -1,7 +1,7 @@
 """``measure_workload``: honest numbers for a callable that does the work of your application.
 
 The passes, their checks and the report they make are the benchmark pass pipeline
-(:mod:`torchscan._pipeline`), shared with ``compare_workloads``.
+(:mod:`torchscan.measure.pipeline`), shared with ``compare_workloads``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,16 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal, overload
 
-from ._devices import resolve_device
-from ._peak import (
+from .._devices import resolve_device
+from ..context import capture_context, current_flags
+from ..errors import (
+    DistributedMeasurementError,
+    IncompleteMeasurementError,
+    InvalidArgumentError,
+    ReportMergeError,
+)
+from ..reports import BenchmarkReport, Diagnostic, DistributedBenchmarkReport
+from .peak import (
     Declared,
     check_peak,
     hardware_peak_section,
@@ -21,7 +29,7 @@ from ._peak import (
     peak_dtype,
     rate_metrics,
 )
-from ._pipeline import (
+from .pipeline import (
     DEFAULT_METRICS,
     METRICS,
     Passes,
@@ -37,14 +45,6 @@ from ._pipeline import (
     ranked_dtypes,
     run_later_passes,
 )
-from .context import capture_context, current_flags
-from .errors import (
-    DistributedMeasurementError,
-    IncompleteMeasurementError,
-    InvalidArgumentError,
-    ReportMergeError,
-)
-from .reports import BenchmarkReport, Diagnostic, DistributedBenchmarkReport
 from .timing import run_timing
 
 __all__ = ["DEFAULT_METRICS", "METRICS", "measure_workload"]
@@ -127,31 +127,29 @@ def measure_workload(
 ) -> BenchmarkReport | DistributedBenchmarkReport:
     """Measure ``workload`` (a zero-argument callable) on ``device``; return a ``BenchmarkReport``.
 
-    ``inputs`` is recorded as metadata only (shapes, dtypes, devices), never passed to the
-    callable. ``work_units`` declares the units of work one call completes, named ``work_unit``
-    (throughput is in ``<work_unit>/s``). ``metrics`` selects passes among ``latency`` (first
-    call, warmed latency, throughput), ``operator_flops``, ``tensor_memory``, ``process_rss``
-    (a fresh child process; needs an importable workload), ``hardware_peak`` (see below) and
-    ``profiler`` (a separate
-    instrumented pass of ``profiler_calls`` calls, fewer when the pass, reading its events
-    included, would end past ``max_time_s`` seconds: at least one runs, the report records both
-    counts and a ``profiler_failed`` warning says how many fit); the default is the first three.
+    ``inputs`` is recorded as metadata only (shapes, dtypes, devices), never passed to the callable.
+    ``work_units`` declares the units of work one call completes, named ``work_unit`` (throughput is
+    in ``<work_unit>/s``). ``metrics`` selects passes among ``latency`` (first call, warmed latency,
+    throughput), ``operator_flops``, ``tensor_memory``, ``process_rss`` (a fresh child process;
+    needs an importable workload), ``hardware_peak`` (see below) and ``profiler`` (a separate
+    instrumented pass of ``profiler_calls`` calls, fewer when the pass, reading its events included,
+    would end past ``max_time_s`` seconds: at least one runs, the report records both counts and a
+    ``profiler_failed`` warning says how many fit); the default is the first three.
     ``profiler_trace`` (a ``str`` or ``os.PathLike``; needs ``profiler`` in ``metrics``) keeps
-    torch.profiler's Chrome trace of every profiled call in that file (gzip-compressed when it
-    ends in ``.gz``), written atomically as every output of the package; ``report["profiler"]
-    ["trace"]`` then names it (path as given, format, the calls it covers, size in bytes) and
-    says it is instrumented: its times are slower than the timed blocks'. A trace that could not
-    be written, or covers fewer calls than were profiled, is said by a ``profiler_failed``
-    warning, and the report never names a file that was not written.
-    The timing
-    budget (``min_time_s``, ``max_time_s``, ``min_blocks``, ``warmup_time_s``) is recorded in the
-    report. The latency pass also records the machine's noise during the timed blocks (other
-    processes' share of the CPU time, CPU steal, the timing thread's involuntary context switches,
-    CPU frequency; see :mod:`torchscan.noise`) and adds a ``noisy_machine`` diagnostic when one
-    passes its threshold. ``print_summary=False`` prints nothing; ``strict=True`` raises
-    :class:`~torchscan.IncompleteMeasurementError` (carrying the report) when a requested metric
-    is partial or unavailable. The thread count is recorded, never changed. The workload's own
-    exception propagates unchanged, and no pass leaves a hook, a mode or a setting behind.
+    torch.profiler's Chrome trace of every profiled call in that file (gzip-compressed when it ends
+    in ``.gz``), written atomically as every output of the package; ``report["profiler"] ["trace"]``
+    then names it (path as given, format, the calls it covers, size in bytes) and says it is
+    instrumented: its times are slower than the timed blocks'. A trace that could not be written, or
+    covers fewer calls than were profiled, is said by a ``profiler_failed`` warning, and the report
+    never names a file that was not written. The timing budget (``min_time_s``, ``max_time_s``,
+    ``min_blocks``, ``warmup_time_s``) is recorded in the report. The latency pass also records the
+    machine's noise during the timed blocks (other processes' share of the CPU time, CPU steal, the
+    timing thread's involuntary context switches, CPU frequency; see :mod:`torchscan.measure.noise`)
+    and adds a ``noisy_machine`` diagnostic when one passes its threshold. ``print_summary=False``
+    prints nothing; ``strict=True`` raises :class:`~torchscan.IncompleteMeasurementError` (carrying
+    the report) when a requested metric is partial or unavailable. The thread count is recorded,
+    never changed. The workload's own exception propagates unchanged, and no pass leaves a hook, a
+    mode or a setting behind.
 
     How close to the hardware's limit: whenever the ``latency`` and ``operator_flops`` passes
     ran, ``metrics.achieved_flop_rate`` (``FLOP/s``) is the operator FLOPs of one call over the
@@ -212,7 +210,7 @@ def measure_workload(
         raise InvalidArgumentError(f"gather must be True or False; got {gather!r}")
     timeout_s = check_rank_timeout(rank_timeout_s)
 
-    from ._distributed import detect_job
+    from .ranks import detect_job
 
     job = detect_job(resolved, timeout_s)
     if job is None:
@@ -288,7 +286,7 @@ def measure_workload(
         finally:
             job.close()
     if print_summary and (job is None or job.rank == 0):
-        from .validation import format_summary
+        from ..validation import format_summary
 
         sys.stdout.write(format_summary(shown))
         sys.stdout.flush()
@@ -305,7 +303,7 @@ def measure_workload(
 
 def check_rank_timeout(rank_timeout_s: Any) -> float:
     """``rank_timeout_s`` checked: a number of seconds in (0, 86400]."""
-    from . import _arguments
+    from .. import _arguments
 
     return _arguments.check_real(
         "rank_timeout_s",
@@ -344,7 +342,7 @@ def _measure(
         if job is None:
             run = run_timing(workload, resolved, budget)
         else:
-            from ._distributed import run_aligned_timing
+            from .ranks import run_aligned_timing
 
             aligned = run_aligned_timing(workload, resolved, budget, job)
             run = aligned.run
@@ -403,8 +401,8 @@ def _measure(
     for key, metric in rate_metrics(report["metrics"], hardware_peak).items():
         report["metrics"][key] = metric  # type: ignore[literal-required]
     if job is not None:
-        from . import _metrics
-        from ._distributed import rank_process_rss_peak
+        from .. import _metrics
+        from .ranks import rank_process_rss_peak
 
         if aligned is not None and report["timing"] is not None:
             report["timing"]["barrier_waits_s"] = aligned.barrier_waits_s
@@ -429,6 +427,6 @@ def _gather(report: BenchmarkReport, job: Any) -> BenchmarkReport | DistributedB
     texts = job.all_gather_text(json.dumps(report))
     if job.rank != 0:
         return report
-    from .distributed import merge_rank_reports
+    from ..distributed import merge_rank_reports
 
     return merge_rank_reports(texts)

@@ -23,9 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import DistributedMeasurementError, InvalidArgumentError
+from ..errors import DistributedMeasurementError, InvalidArgumentError
+from ..reports import DistributedContext
 from .noise import NoiseRecord, NoiseSampler, NoiseSources
-from .reports import DistributedContext
 from .timing import (
     BlockLog,
     TimingBudget,
@@ -91,6 +91,7 @@ class RankJob:
         }
 
     def describe(self) -> str:
+        """``rank R of N``, as messages name this rank."""
         return f"rank {self.rank} of {self.world_size}"
 
     def _lost(self, error: BaseException, what: str) -> DistributedMeasurementError:
@@ -398,7 +399,7 @@ def run_aligned_timing(
     job.barrier()
     job.phase = "the first call"
     first_call_s, output = timed_call(workload, sync)
-    from ._values import floating_dtypes
+    from .._values import floating_dtypes
 
     dtypes = floating_dtypes(output)
     del output

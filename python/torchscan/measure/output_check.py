@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from fractions import Fraction
 from typing import Any
 
-from ._arguments import check_real
-from ._values import tensor_meta
-from .context import capture_context
-from .reports import Diagnostic, LeafCheck, OutputCheckReport, StructureDifference, TensorMeta
+from .._arguments import check_real
+from .._values import tensor_meta
+from ..context import capture_context
+from ..reports import Diagnostic, LeafCheck, OutputCheckReport, StructureDifference, TensorMeta
 
 __all__ = ["CHECK_METHOD", "check_outputs"]
 

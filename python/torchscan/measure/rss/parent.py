@@ -1,22 +1,22 @@
 """Process RSS of a workload, measured in a fresh child process of the same interpreter.
 
 RSS belongs to a whole process, so it is only meaningful in a process that runs nothing but the
-workload: the child (:mod:`torchscan._child_main`) imports the workload by reference, reads its
-baseline, resets its high-water mark, calls the workload and reports one JSON line. The numbers
+workload: the child (:mod:`torchscan.measure.rss.worker`) imports the workload by reference, reads
+its baseline, resets its high-water mark, calls the workload and reports one JSON line. The numbers
 are process RSS and are never added to tensor or allocator peaks.
 
-The child runs under a supervisor (:mod:`torchscan._child_supervisor`), a small standard-library
-process that reaps it with ``os.wait4`` and, as a Linux child subreaper, kills and reaps every
-process the child started before it exits; this module asks it to stop by closing its standard
-input, and which, should it not finish within a grace derived from the timeout, is frozen with
-its whole tree and killed, descendants first. So the child's whole process tree is gone when
+The child runs under a supervisor (:mod:`torchscan.measure.rss.supervisor`), a small
+standard-library process that reaps it with ``os.wait4`` and, as a Linux child subreaper, kills and
+reaps every process the child started before it exits; this module asks it to stop by closing its
+standard input, and which, should it not finish within a grace derived from the timeout, is frozen
+with its whole tree and killed, descendants first. So the child's whole process tree is gone when
 :func:`measure_process_rss` returns.
 
 The child never runs the script being run (``__main__``) again: an object of that script, a
 reference that leads to its file or its ``-m`` name, a lambda, a closure or a rebound name is
 refused before any child starts, and the child refuses an imported object whose fingerprint
-(:func:`torchscan._child_main.workload_fingerprint`) is not the one given. A callable object (or
-a method of one) also goes by pickle, so that the child runs it with its current state, not the
+(:func:`torchscan.measure.rss.worker.workload_fingerprint`) is not the one given. A callable object
+(or a method of one) also goes by pickle, so that the child runs it with its current state, not the
 state its module gave it at import.
 
 Linux note: ``ru_maxrss`` of a spawned child starts at the peak RSS of the process it was spawned
@@ -45,18 +45,18 @@ from dataclasses import dataclass, field
 from types import FunctionType, MethodType, ModuleType
 from typing import Any
 
-from ._child_main import (
+from ..._metrics import complete, unavailable
+from ..._references import location_file
+from ...errors import InvalidArgumentError
+from ...reports import Diagnostic, DiagnosticCode, MetricResult
+from .supervisor import process_table
+from .worker import (
     CHILD_MARKER_ENV,
     PROTOCOL,
     SYS_PATH_ENV,
     split_reference,
     workload_fingerprint,
 )
-from ._child_supervisor import process_table
-from ._metrics import complete, unavailable
-from ._references import location_file
-from .errors import InvalidArgumentError
-from .reports import Diagnostic, DiagnosticCode, MetricResult
 
 __all__ = [
     "SCOPE_BASELINE",
@@ -90,7 +90,7 @@ _STOP_GRACE_MAX_S = 10.0
 # Pause between reads of /proc while freezing a process tree.
 _FREEZE_POLL_S = 0.005
 # Run by path with ``-I -S``: it needs nothing but the standard library.
-_SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_child_supervisor.py")
+_SUPERVISOR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "supervisor.py")
 
 # The methods an unavailable metric would have been measured by.
 _PLANNED_BASELINE = "RSS of a fresh child process after imports and set-up"
@@ -148,7 +148,8 @@ _TALLY = _Tally()
 
 
 def __getattr__(name: str) -> int:
-    # ``torchscan._child_main`` reads ``nested_requests`` after importing the workload's module.
+    # The worker (``torchscan.measure.rss.worker``) reads ``nested_requests`` after importing the
+    # workload's module.
     if name == "nested_requests":
         return _TALLY.nested_requests
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -854,7 +855,7 @@ def _child_env() -> dict[str, str]:
     env = dict(os.environ)
     env[SYS_PATH_ENV] = json.dumps(sys.path)
     env[CHILD_MARKER_ENV] = "1"
-    # ``-m torchscan._child_main`` runs before the child adopts this sys.path, so a torchscan
+    # ``-m torchscan.measure.rss.worker`` runs before the child adopts this sys.path, so a torchscan
     # imported from a source folder added at run time must be on PYTHONPATH. A site directory is
     # left alone: on PYTHONPATH it would come before the standard library.
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -879,8 +880,8 @@ def measure_process_rss(
 ) -> RssResult:
     """Process RSS of ``workload`` (called ``calls`` times with no arguments) in a fresh child.
 
-    The child is ``sys.executable -m torchscan._child_main``, with this environment and this
-    ``sys.path``, started by a small supervisor (:mod:`torchscan._child_supervisor`); it sets
+    The child is ``sys.executable -m torchscan.measure.rss.worker``, with this environment and this
+    ``sys.path``, started by a small supervisor (:mod:`torchscan.measure.rss.supervisor`); it sets
     ``torch.set_num_threads(threads)`` when ``threads`` is given and initialises ``device`` before
     the baseline. Within ``timeout_s`` (imports included) it must finish, or it is killed. When
     this returns, by any path (KeyboardInterrupt included), the child and every process it
@@ -920,7 +921,7 @@ def measure_process_rss(
         )
     if os.environ.get(CHILD_MARKER_ENV):
         # Counted, so that a child whose import of the workload's module ends up here refuses
-        # that module (torchscan._child_main reads the count).
+        # that module (torchscan.measure.rss.worker reads the count).
         _TALLY.nested_requests += 1
         return _failure(
             "child_process_failed",
@@ -937,7 +938,7 @@ def measure_process_rss(
             NOT_IMPORTABLE,
             f"{_WHY_BY_REFERENCE}, and {resolved}. {_HOW_TO_REFERENCE}",
         )
-    argv = [sys.executable, "-m", "torchscan._child_main", resolved.reference]
+    argv = [sys.executable, "-m", "torchscan.measure.rss.worker", resolved.reference]
     argv += ["--calls", str(calls), "--device", str(device)]
     if threads is not None:
         argv += ["--threads", str(threads)]

@@ -16,9 +16,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from . import _core
-from ._devices import resolve_device
-from ._pipeline import (
+from .. import _core
+from .._devices import resolve_device
+from .._values import floating_dtypes
+from ..compare import check_comparison_options, compare_benchmarks
+from ..context import capture_context, current_flags
+from ..errors import InvalidArgumentError
+from ..reports import BenchmarkComparison, BenchmarkReport, OutputCheck, Verdict
+from .output_check import check_outputs, check_tolerance
+from .pipeline import (
     Passes,
     add_timing,
     assemble_report,
@@ -30,12 +36,6 @@ from ._pipeline import (
     ranked_dtypes,
     run_later_passes,
 )
-from ._values import floating_dtypes
-from .check import check_outputs, check_tolerance
-from .compare import check_comparison_options, compare_benchmarks
-from .context import capture_context, current_flags
-from .errors import InvalidArgumentError
-from .reports import BenchmarkComparison, BenchmarkReport, OutputCheck, Verdict
 from .timing import (
     TimingRun,
     run_interleaved_timing,
@@ -279,7 +279,7 @@ def compare_workloads(
         paired="latency" in selected,
     )
     if print_summary:
-        from .validation import format_summary
+        from ..validation import format_summary
 
         sys.stdout.write(format_summary(comparison))
         sys.stdout.flush()

@@ -201,7 +201,7 @@ def run_timing(
     sync = synchronizer(device)
     overhead_s = timer_overhead_s()
     first_call_s, output = timed_call(workload, sync)
-    from ._values import floating_dtypes
+    from .._values import floating_dtypes
 
     dtypes = floating_dtypes(output)
     del output  # not kept alive while the blocks run

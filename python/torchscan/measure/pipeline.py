@@ -1,8 +1,8 @@
 """The benchmark pass pipeline: argument checks, the passes and the report they make.
 
-``measure_workload`` (:mod:`torchscan.workload`) runs one workload through it and
-``compare_workloads`` (:mod:`torchscan.experiment`) two, their timing interleaved. Pass order
-(ARCHITECTURE section 5): timing, then the process-RSS child, then the profiler, then the
+``measure_workload`` (:mod:`torchscan.measure.workload`) runs one workload through it and
+``compare_workloads`` (:mod:`torchscan.measure.experiment`) two, their timing interleaved. Pass
+order (ARCHITECTURE section 5): timing, then the process-RSS child, then the profiler, then the
 dispatch-mode passes (operator FLOPs, tensor memory): while a dispatch mode is active,
 ``torch.compile``d code runs eagerly (see ``_compiled``), so what is timed is the compiled code.
 """
@@ -13,12 +13,10 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from . import _arguments, _core, _metrics
-from ._values import describe, floating_dtypes
-from .errors import IncompleteMeasurementError, InvalidArgumentError
-from .noise import noise_metrics, noisy_machine_diagnostic, unavailable_noise_metrics
-from .profiling import not_requested_profiler, run_profiler
-from .reports import (
+from .. import _arguments, _core, _metrics
+from .._values import describe, floating_dtypes
+from ..errors import IncompleteMeasurementError, InvalidArgumentError
+from ..reports import (
     BenchmarkMetrics,
     BenchmarkReport,
     Context,
@@ -31,6 +29,8 @@ from .reports import (
     TimingSettings,
     ValueMeta,
 )
+from .noise import noise_metrics, noisy_machine_diagnostic, unavailable_noise_metrics
+from .profiling import not_requested_profiler, run_profiler
 from .timing import TimingBudget, TimingRun
 
 __all__ = [
@@ -90,6 +90,7 @@ _NOISE_HIGH = 0.25
 
 
 def check_metrics(metrics: Iterable[str] | None) -> tuple[str, ...]:
+    """The requested metrics, checked (``None``: the default set)."""
     if metrics is None:
         return DEFAULT_METRICS
     if isinstance(metrics, str):
@@ -212,7 +213,7 @@ def _operator_flops_pass(
     workload: Callable[[], Any],
 ) -> tuple[OperatorFlops, list[Diagnostic], Any]:
     """The section, its diagnostics and the counter (for the dtypes it saw)."""
-    from .flops import OperatorFlopCounter
+    from ..flops import OperatorFlopCounter
 
     counter = OperatorFlopCounter()
     with counter:
@@ -223,7 +224,7 @@ def _operator_flops_pass(
 def _memory_pass(
     workload: Callable[[], Any], device: Any
 ) -> tuple[MetricResult, MetricResult, list[Diagnostic], list[str]]:
-    from .memory import measure_peak_memory
+    from ..memory import measure_peak_memory
 
     report = measure_peak_memory(workload, device=str(device))
     # On CPU the reserved-bytes metric is unavailable by nature ("unsupported on device" in its
@@ -246,7 +247,7 @@ def _rss_pass(
 ) -> tuple[dict[str, MetricResult], list[Diagnostic]]:
     import torch
 
-    from .child import measure_process_rss
+    from .rss.parent import measure_process_rss
 
     result = measure_process_rss(
         workload,
@@ -266,6 +267,7 @@ def _rss_pass(
 
 
 def check_work(work_units: Any, work_unit: Any) -> None:
+    """Check ``work_units`` (a positive number) and ``work_unit`` (its name)."""
     _arguments.check_real(
         "work_units",
         work_units,
@@ -294,6 +296,7 @@ def _check_seconds(name: str, value: Any, *, zero_allowed: bool = False) -> floa
 def check_budget(
     min_time_s: float, max_time_s: float, min_blocks: int, warmup_time_s: float
 ) -> TimingBudget:
+    """The timing budget of a measurement, every limit checked."""
     minimum = _check_seconds("min_time_s", min_time_s)
     maximum = _check_seconds("max_time_s", max_time_s)
     if minimum > maximum:
@@ -309,6 +312,7 @@ def check_budget(
 
 
 def check_profiler_calls(profiler_calls: Any) -> None:
+    """Check ``profiler_calls``, the most calls the profiler pass runs."""
     _arguments.check_integer(
         "profiler_calls",
         profiler_calls,
@@ -365,6 +369,7 @@ def check_profiler_trace(profiler_trace: Any, selected: tuple[str, ...]) -> str 
 
 
 def check_rss_timeout(rss_timeout_s: Any) -> float:
+    """``rss_timeout_s`` checked: the seconds the process-RSS child may take."""
     return _check_seconds("rss_timeout_s", rss_timeout_s)
 
 
@@ -432,12 +437,12 @@ def run_later_passes(
 ) -> None:
     """The passes after timing, in order: process RSS, profiler, operator FLOPs, tensor memory.
 
-    The profiler pass runs at most ``profiler_calls`` calls within ``profiler_time_s`` seconds
-    (no time limit when ``None``), named ``profiler_budget`` in its diagnostic, and keeps its
-    trace at ``profiler_trace`` (a path checked by :func:`check_profiler_trace`; see
-    :func:`~torchscan.profiling.run_profiler`). ``rss_unavailable`` is the reason the process-RSS
-    child cannot run here, when it cannot; ``on_pass`` is told the name of each pass as it
-    starts.
+    The profiler pass runs at most ``profiler_calls`` calls within ``profiler_time_s`` seconds (no
+    time limit when ``None``), named ``profiler_budget`` in its diagnostic, and keeps its trace at
+    ``profiler_trace`` (a path checked by :func:`check_profiler_trace`; see
+    :func:`~torchscan.measure.profiling.run_profiler`). ``rss_unavailable`` is the reason the
+    process-RSS child cannot run here, when it cannot; ``on_pass`` is told the name of each pass as
+    it starts.
     """
     values = passes.values
     announce = on_pass if on_pass is not None else (lambda name: None)
@@ -472,7 +477,7 @@ def run_later_passes(
         values["operator_flops"] = _metrics.unavailable(
             "FLOPs", _FLOPS_SCOPE, _FLOPS_METHOD, NOT_REQUESTED
         )
-        from .flops import OPERATOR_BYTES_METHOD, OPERATOR_BYTES_SCOPE
+        from ..flops import OPERATOR_BYTES_METHOD, OPERATOR_BYTES_SCOPE
 
         values["operator_bytes"] = _metrics.unavailable(
             "B", OPERATOR_BYTES_SCOPE, OPERATOR_BYTES_METHOD, NOT_REQUESTED
@@ -505,6 +510,7 @@ def assemble_report(
     work_units: float,
     work_unit: str,
 ) -> BenchmarkReport:
+    """The ``benchmark`` report of the passes that ran, with its settings and workload."""
     values = passes.values
     settings: TimingSettings = {
         "passes": [pass_name for pass_name in _PASS_NAMES if pass_name in selected],
@@ -557,7 +563,7 @@ def ranked_dtypes(passes: Passes, inputs: Any) -> list[str]:
     first, by name: the precision the result came in. The other dtypes the passes saw and those
     of ``inputs=`` follow, by name.
     """
-    from ._values import dtype_name
+    from .._values import dtype_name
 
     first = [dtype_name(dtype) for dtype in passes.flop_dtypes]
     if not first:
