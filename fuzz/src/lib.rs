@@ -1,6 +1,7 @@
 //! The structure-aware mutator shared by the fuzz binaries, and the counts that show both of its
-//! kinds of mutation run. The target bodies live in `torchscan_core::fuzz_targets`, which the
-//! test `rust/torchscan-core/tests/fuzz_corpus.rs` also runs on the kept corpus.
+//! kinds of mutation run. The target bodies live in `torchscan_core::fuzz_targets` (the core's
+//! `fuzzing` feature, which `Cargo.toml` enables), which the test
+//! `rust/torchscan-core/tests/fuzz_corpus.rs` also runs on the kept corpus.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 

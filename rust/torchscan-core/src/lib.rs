@@ -20,6 +20,7 @@ pub mod distributed;
 pub mod drift;
 pub mod files;
 pub mod format;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzz_targets;
 pub mod merge_json;
