@@ -22,6 +22,8 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::format::human_bytes;
+
 /// The default input limit: 1 GiB.
 pub const DEFAULT_MAX_INPUT_BYTES: u64 = 1 << 30;
 
@@ -644,23 +646,6 @@ fn limit_text(max_bytes: u64) -> String {
         format!("{max_bytes} bytes")
     } else {
         format!("{max_bytes} bytes ({})", human_bytes(max_bytes))
-    }
-}
-
-fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} bytes")
-    } else if value.fract() == 0.0 {
-        format!("{value:.0} {}", UNITS[unit])
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
     }
 }
 

@@ -1,6 +1,7 @@
 //! Metric results as text: a value in its unit or in display units, with its status and reason,
 //! for the summary's tables and the page's cells.
 
+use crate::roofline::KnownNumber;
 use crate::schema::common::{MetricResult, MetricStatus};
 
 use super::numbers::{
@@ -161,5 +162,16 @@ pub fn noise_label(key: &str) -> &'static str {
         "cpu_steal_ratio" => "CPU steal",
         "involuntary_context_switches" => "Involuntary context switches",
         _ => "CPU frequency",
+    }
+}
+
+/// A number as the report knows it: `58.42 GFLOP/s`, or `at least 58.42 GFLOP/s` for a lower
+/// bound.
+pub fn known_text(known: KnownNumber, unit: &str) -> String {
+    let text = readable_number(known.value, unit);
+    if known.lower_bound {
+        format!("at least {text}")
+    } else {
+        text
     }
 }

@@ -14,13 +14,14 @@ mod values;
 mod words;
 
 pub use metrics::{
-    format_metric, metric_text_in_unit, noise_label, nonblank_reason_suffix, page_metric_cell,
-    readable_metric, readable_metric_text, reason_suffix, status_metric_cell, table_metric_cell,
+    format_metric, known_text, metric_text_in_unit, noise_label, nonblank_reason_suffix,
+    page_metric_cell, readable_metric, readable_metric_text, reason_suffix, status_metric_cell,
+    table_metric_cell,
 };
 pub use numbers::{
-    SCIENTIFIC_FROM, count_text, display_number, exact_number, float_count_text, group_thousands,
-    grown_decimals, number_text, readable_change, readable_number, readable_pair,
-    readable_with_exact,
+    SCIENTIFIC_FROM, coordinate, count_text, display_number, exact_number, float_count_text,
+    group_thousands, grown_decimals, human_bytes, number_text, readable_change, readable_number,
+    readable_pair, readable_with_exact,
 };
 pub use values::{
     display_output_path, display_path, dtypes_or, or_unknown, recorded_json_text, recorded_text,

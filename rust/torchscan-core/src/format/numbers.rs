@@ -374,3 +374,27 @@ pub fn readable_with_exact(value: f64, unit: &str) -> String {
         format!("{readable} ({exact})")
     }
 }
+
+/// An SVG coordinate of the page's charts, to a tenth of a unit: `12.5`.
+pub fn coordinate(value: f64) -> String {
+    format!("{value:.1}")
+}
+
+/// A byte count as people say it, in binary units to one decimal where it has one: `100 bytes`,
+/// `1.5 KiB`, `1 GiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["bytes", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} bytes")
+    } else if value.fract() == 0.0 {
+        format!("{value:.0} {}", UNITS[unit])
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}

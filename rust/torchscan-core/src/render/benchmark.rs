@@ -11,16 +11,12 @@ use super::{
 };
 
 use crate::format::{
-    NOT_RECORDED, exact_number, float_count_text, noise_label, plural, process_group_words,
-    readable_number, readable_with_exact, serde_name,
+    NOT_RECORDED, coordinate, exact_number, float_count_text, noise_label, plural,
+    process_group_words, readable_number, readable_with_exact, serde_name,
 };
 use crate::schema::benchmark::{BenchmarkReport, ProfilerTrace, TimingEvidence};
 use crate::schema::peak_memory::PeakMemoryReport;
 use crate::stats;
-
-fn coordinate(value: f64) -> String {
-    format!("{value:.1}")
-}
 
 /// How far above the third quartile, in IQRs, the chart's range reaches before it clips a block
 /// (Tukey's fence for outliers).

@@ -5,7 +5,7 @@
 
 use super::{Card, ChartText, Fact, Point, RooflineChart, Section, card, fact, number_fact};
 
-use crate::format::{float_count_text, percent_text, readable_number};
+use crate::format::{coordinate, float_count_text, known_text, percent_text, readable_number};
 use crate::roofline::{Bound, KnownNumber, Roofline, roofline};
 use crate::schema::benchmark::{BenchmarkReport, PeakOrigin};
 use crate::schema::common::MetricResult;
@@ -16,10 +16,6 @@ const PLOT_LEFT: f64 = 86.0;
 const PLOT_RIGHT: f64 = 630.0;
 const PLOT_TOP: f64 = 16.0;
 const PLOT_BOTTOM: f64 = 250.0;
-
-fn coordinate(value: f64) -> String {
-    format!("{value:.1}")
-}
 
 /// `10^floor(log10(value))`: the decade at or below a positive value.
 fn decade_below(value: f64) -> f64 {
@@ -36,16 +32,6 @@ fn origin_text(origin: Option<PeakOrigin>) -> &'static str {
         Some(PeakOrigin::Declared) => "declared",
         Some(PeakOrigin::Measured) => "measured",
         None => "none",
-    }
-}
-
-/// A readable number with `at least` for a lower bound.
-fn known_text(known: KnownNumber, unit: &str) -> String {
-    let text = readable_number(known.value, unit);
-    if known.lower_bound {
-        format!("at least {text}")
-    } else {
-        text
     }
 }
 

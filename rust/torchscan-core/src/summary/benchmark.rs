@@ -3,7 +3,7 @@
 use super::{push_diagnostics, push_line};
 
 use crate::format::{
-    display_number, float_count_text, format_metric, noise_label, percent_text, plural,
+    display_number, float_count_text, format_metric, known_text, noise_label, percent_text, plural,
     process_group_words, readable_number, reason_suffix, threads_text,
 };
 use crate::roofline::{Bound, KnownNumber, roofline};
@@ -187,16 +187,6 @@ fn origin_words(origin: Option<PeakOrigin>, measured: &str) -> String {
         Some(PeakOrigin::Declared) => "declared peak".to_owned(),
         Some(PeakOrigin::Measured) => measured.to_owned(),
         None => "no peak".to_owned(),
-    }
-}
-
-/// `58.42 GFLOP/s`, or `at least 58.42 GFLOP/s` for a lower bound.
-fn known_text(known: KnownNumber, unit: &str) -> String {
-    let text = readable_number(known.value, unit);
-    if known.lower_bound {
-        format!("at least {text}")
-    } else {
-        text
     }
 }
 
