@@ -11,6 +11,7 @@ mod deltas;
 mod interval;
 mod json;
 mod noise;
+mod verdicts;
 
 pub use compare::{compare_benchmarks, compare_benchmarks_with, compare_distributed_with};
 pub use json::{BenchCompareFailure, compare_benchmarks_json, compare_benchmarks_json_with};
