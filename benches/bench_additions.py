@@ -52,9 +52,9 @@ from bench_threads import models
 import torchscan
 import torchscan.crawl as crawl_package
 from torchscan import flops as flops_module
-from torchscan import validation
 from torchscan.crawl import assembly, dispatch_recorder
 from torchscan.flops import OperatorFlopCounter
+from torchscan.reports import validation
 
 
 class _Nothing:

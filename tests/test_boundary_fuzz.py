@@ -33,7 +33,7 @@ from torchscan import (
     render_report,
     validate_report,
 )
-from torchscan.validation import MAX_NESTING_DEPTH
+from torchscan.reports.validation import MAX_NESTING_DEPTH
 
 from .conftest import FIXTURES
 

@@ -308,7 +308,7 @@ def test_strict_writes_the_outputs_then_exits_one_naming_the_metrics(
         (
             (*SHAPE, "--col-names", "output_size,kernel"),
             "--col-names: unknown column 'kernel'; the columns are "
-            + ", ".join(torchscan.validation.SUMMARY_COLUMNS),
+            + ", ".join(torchscan.reports.validation.SUMMARY_COLUMNS),
         ),
     ],
 )

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from torchscan import _core
-from torchscan.compare import ReportComparisonError, compare_reports
 from torchscan.errors import ReportValidationError, TorchscanError
-from torchscan.validation import validate_report
+from torchscan.reports.comparison import ReportComparisonError, compare_reports
+from torchscan.reports.validation import validate_report
 
 from .conftest import FIXTURES
 

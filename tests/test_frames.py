@@ -28,7 +28,7 @@ from torchscan import (
     merge_rank_reports,
     to_frame,
 )
-from torchscan.frames import _DTYPES, TABLE_COLUMNS, TABLES, Table
+from torchscan.reports.frames import _DTYPES, TABLE_COLUMNS, TABLES, Table
 
 from .conftest import FIXTURES, ROOT, invalid_fixtures
 

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from torchscan import compare_reports, crawl_module, measure_flops, metric_result
-from torchscan._metrics import report_number
+from torchscan.reports.metrics import report_number
 
 
 def _metrics(node: Any) -> list[dict[str, Any]]:

@@ -19,7 +19,6 @@ from torch.cuda._device_limits import GPULimits as _RealLimits
 from torchscan import (
     IncompleteMeasurementError,
     InvalidArgumentError,
-    _metrics,
     compare_benchmarks,
     compare_workloads,
     measure_workload,
@@ -37,7 +36,8 @@ from torchscan.measure.peak import (
 )
 from torchscan.measure.timing import TimingBudget, TimingRun
 from torchscan.reports import BenchmarkMetrics, Diagnostic, MeasuredPeak, MetricResult
-from torchscan.validation import format_summary
+from torchscan.reports import metrics as _metrics
+from torchscan.reports.validation import format_summary
 
 from .conftest import FIXTURES
 

@@ -1,4 +1,4 @@
-"""`torchscan.render.render_report`: the core's HTML page, byte-identical with the CLI."""
+"""`torchscan.reports.render.render_report`: the core's HTML page, byte-identical with the CLI."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from torchscan.errors import ReportValidationError
-from torchscan.render import render_report
+from torchscan.reports.render import render_report
 
 from .conftest import ROOT, report_cli
 

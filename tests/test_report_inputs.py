@@ -31,7 +31,7 @@ from torchscan import (
     render_report,
     validate_report,
 )
-from torchscan.validation import (
+from torchscan.reports.validation import (
     MAX_NESTING_DEPTH,
     _has_value_problems,
     _value_problems_at_paths,

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 from . import _core
 from . import process as process  # torchscan 0.2's submodule: torchscan.process.measure_peak_memory
-from ._metrics import metric_result
-from .compare import compare_benchmarks, compare_reports
 from .crawl import crawl_module, summary
-from .distributed import merge_rank_reports
 from .errors import (
     ConcurrentAnalysisError,
     DistributedMeasurementError,
@@ -25,13 +22,10 @@ from .errors import (
     TorchscanError,
 )
 from .flops import OperatorFlopCounter, measure_flops
-from .frames import to_frame
 from .measure.experiment import Experiment, compare_workloads
 from .measure.output_check import check_outputs
 from .measure.workload import measure_workload
 from .memory import TensorMemoryTracker, measure_peak_memory
-from .notebook import ReportView, show
-from .render import render_report
 from .reports import (
     AnalysisReport,
     BenchmarkComparison,
@@ -48,7 +42,13 @@ from .reports import (
     Report,
     ReportDiff,
 )
-from .validation import format_summary, validate_report
+from .reports.comparison import compare_benchmarks, compare_reports
+from .reports.frames import to_frame
+from .reports.merge import merge_rank_reports
+from .reports.metrics import metric_result
+from .reports.notebook import ReportView, show
+from .reports.render import render_report
+from .reports.validation import format_summary, validate_report
 
 __version__: str = _core.__version__
 #: The report schema version this build writes.

@@ -461,14 +461,14 @@ def _demo(arguments: argparse.Namespace) -> int:
     if json_path is not None:
         _write_json(json_path, report)
     if html_path:
-        from .render import render_report
+        from .reports.render import render_report
 
         _write_output(html_path, render_report(report).encode("utf-8"))
     return 0
 
 
 def _print_summary(report: Any) -> None:
-    from .validation import format_summary
+    from .reports.validation import format_summary
 
     _emit(format_summary(report))
 
@@ -659,7 +659,7 @@ def _measure(arguments: argparse.Namespace) -> int:
     if json_path is not None:
         _write_json(json_path, report)
     if html_path:
-        from .render import render_report
+        from .reports.render import render_report
 
         _write_output(html_path, render_report(report).encode("utf-8"))
     return 0
@@ -705,9 +705,9 @@ def _timing_options(arguments: argparse.Namespace) -> dict[str, Any]:
 
 
 def _compare(arguments: argparse.Namespace) -> int:
-    from .compare import check_comparison_options
     from .errors import InvalidArgumentError
     from .measure.experiment import compare_workloads
+    from .reports.comparison import check_comparison_options
 
     _refuse_in_job(f"{PROG} compare")
     _check_html(arguments.html)
@@ -758,7 +758,7 @@ def _compare(arguments: argparse.Namespace) -> int:
         _write_json(json_path, experiment.comparison)
     html_path = paths["--html"]
     if html_path:
-        from .render import render_report
+        from .reports.render import render_report
 
         _write_output(html_path, render_report(experiment.comparison).encode("utf-8"))
     for option, report in (
@@ -815,7 +815,7 @@ def _col_names(text: str | None) -> list[str] | None:
     if text is None:
         return None
     from .errors import InvalidArgumentError
-    from .validation import check_col_names
+    from .reports.validation import check_col_names
 
     try:
         return check_col_names([name.strip() for name in text.split(",")])
@@ -1019,7 +1019,7 @@ def _summary(arguments: argparse.Namespace) -> int:
     if json_path is not None:
         _write_json(json_path, report)
     if html_path:
-        from .render import render_report
+        from .reports.render import render_report
 
         _write_output(html_path, render_report(report).encode("utf-8"))
     if incomplete is not None:
@@ -1231,7 +1231,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _summary_parser(commands: Any) -> None:
     """The ``summary`` command: ``torchscan.summary`` of a model that a file or module names."""
-    from .validation import SUMMARY_COLUMNS
+    from .reports.validation import SUMMARY_COLUMNS
 
     summary = commands.add_parser(
         "summary",

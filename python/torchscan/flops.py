@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any
 
 from . import _claims, _core
 from ._compiled import CompiledWatch, explain_fullgraph_error
-from ._metrics import complete, partial, report_number, unavailable
 from ._threads import OtherThreads, ThreadWatch, other_threads_reason, watch_diagnostics
 from .context import class_name
 from .errors import InvalidArgumentError
@@ -48,6 +47,7 @@ from .reports import (
     OperatorFlops,
     UncountedOperator,
 )
+from .reports.metrics import complete, partial, report_number, unavailable
 
 if TYPE_CHECKING:
     from .opflops.classify import ExclusionClass
@@ -925,7 +925,7 @@ def measure_flops(
 
     """
     from .context import capture_context, current_flags, qualified_type_name
-    from .validation import validate_report
+    from .reports.validation import validate_report
 
     if not callable(fn):
         raise InvalidArgumentError(

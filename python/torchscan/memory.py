@@ -43,10 +43,10 @@ from ._compiled import (
     without_dynamo,
 )
 from ._devices import resolve_device
-from ._metrics import complete, partial, unavailable
 from ._threads import OtherThreads, ThreadWatch, other_threads_reason, watch_diagnostics
 from .errors import InvalidArgumentError
 from .reports import Diagnostic, MetricResult, PeakMemoryReport
+from .reports.metrics import complete, partial, unavailable
 
 __all__ = [
     "CPU_SCOPE",
@@ -788,7 +788,7 @@ def measure_peak_memory(fn: Callable[[], Any], *, device: Any = "cpu") -> PeakMe
 
     """
     from .context import capture_context, current_flags
-    from .validation import validate_report
+    from .reports.validation import validate_report
 
     if not callable(fn):
         raise InvalidArgumentError(

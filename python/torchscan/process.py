@@ -24,9 +24,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on Python 3.10 only
     from typing_extensions import NotRequired
 
-from ._metrics import weaker_status
 from .errors import InvalidArgumentError
 from .reports import MetricResult, PeakMemoryReport
+from .reports.metrics import weaker_status
 
 __all__ = ["ProcessPeakMemory", "measure_peak_memory"]
 

@@ -154,7 +154,7 @@ def summary(
     ):
         _check_flag(name, flag)
     args, kwargs = torchinfo_inputs(input_shape, input_size, input_data, args, kwargs)
-    from ..validation import check_col_names, format_summary
+    from ..reports.validation import check_col_names, format_summary
 
     columns = check_col_names(col_names)
     with collection_paused():

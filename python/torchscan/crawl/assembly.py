@@ -12,7 +12,7 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .. import _claims, _core, _metrics
+from .. import _claims, _core
 from .._input_errors import explain_forward_error, explain_shape_error
 from .._values import DEVICE_NAMES, DTYPE_NAMES, describe, dtype_name, iter_tensors
 from ..context import capture_context, class_name, current_flags, qualified_type_name
@@ -28,6 +28,7 @@ from ..reports import (
     ModelInputs,
     OperatorFlops,
 )
+from ..reports import metrics as _metrics
 from .call_recorder import ModuleCallRecorder, all_named_modules
 from .dispatch_recorder import crawl_counter, shape_elements
 from .inputs import check_model, make_inputs

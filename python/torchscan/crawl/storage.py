@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from .. import _core, _metrics
+from .. import _core
 from ..reports import MetricResult
+from ..reports import metrics as _metrics
 
 _STORAGE_SCOPE = "storage of unique {what} (storage, not peak memory)"
 

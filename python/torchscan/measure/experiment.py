@@ -19,10 +19,10 @@ from typing import Any
 from .. import _core
 from .._devices import resolve_device
 from .._values import floating_dtypes
-from ..compare import check_comparison_options, compare_benchmarks
 from ..context import capture_context, current_flags
 from ..errors import InvalidArgumentError
 from ..reports import BenchmarkComparison, BenchmarkReport, OutputCheck, Verdict
+from ..reports.comparison import check_comparison_options, compare_benchmarks
 from .output_check import check_outputs, check_tolerance
 from .pipeline import (
     Passes,
@@ -279,7 +279,7 @@ def compare_workloads(
         paired="latency" in selected,
     )
     if print_summary:
-        from ..validation import format_summary
+        from ..reports.validation import format_summary
 
         sys.stdout.write(format_summary(comparison))
         sys.stdout.flush()

@@ -27,8 +27,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from .. import _metrics
 from ..reports import Diagnostic, MetricResult
+from ..reports import metrics as _metrics
 
 __all__ = [
     "NOISE_METRICS",

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import _arguments, _metrics
+from .. import _arguments
 from ..errors import InvalidArgumentError
 from ..reports import (
     BenchmarkMetrics,
@@ -30,6 +30,7 @@ from ..reports import (
     PeakOrigin,
     PeakTiming,
 )
+from ..reports import metrics as _metrics
 from .noise import noise_metrics, noise_past_thresholds
 from .timing import TimingBudget, run_timing, synchronizer, timed_call
 

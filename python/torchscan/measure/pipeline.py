@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .. import _arguments, _core, _metrics
+from .. import _arguments, _core
 from .._values import describe, floating_dtypes
 from ..errors import IncompleteMeasurementError, InvalidArgumentError
 from ..reports import (
@@ -29,6 +29,7 @@ from ..reports import (
     TimingSettings,
     ValueMeta,
 )
+from ..reports import metrics as _metrics
 from .noise import noise_metrics, noisy_machine_diagnostic, unavailable_noise_metrics
 from .profiling import not_requested_profiler, run_profiler
 from .timing import TimingBudget, TimingRun

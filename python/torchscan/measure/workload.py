@@ -286,7 +286,7 @@ def measure_workload(
         finally:
             job.close()
     if print_summary and (job is None or job.rank == 0):
-        from ..validation import format_summary
+        from ..reports.validation import format_summary
 
         sys.stdout.write(format_summary(shown))
         sys.stdout.flush()
@@ -401,7 +401,7 @@ def _measure(
     for key, metric in rate_metrics(report["metrics"], hardware_peak).items():
         report["metrics"][key] = metric  # type: ignore[literal-required]
     if job is not None:
-        from .. import _metrics
+        from ..reports import metrics as _metrics
         from .ranks import rank_process_rss_peak
 
         if aligned is not None and report["timing"] is not None:
@@ -427,6 +427,6 @@ def _gather(report: BenchmarkReport, job: Any) -> BenchmarkReport | DistributedB
     texts = job.all_gather_text(json.dumps(report))
     if job.rank != 0:
         return report
-    from ..distributed import merge_rank_reports
+    from ..reports.merge import merge_rank_reports
 
     return merge_rank_reports(texts)

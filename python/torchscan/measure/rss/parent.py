@@ -45,10 +45,10 @@ from dataclasses import dataclass, field
 from types import FunctionType, MethodType, ModuleType
 from typing import Any
 
-from ..._metrics import complete, unavailable
 from ..._references import location_file
 from ...errors import InvalidArgumentError
 from ...reports import Diagnostic, DiagnosticCode, MetricResult
+from ...reports.metrics import complete, unavailable
 from .supervisor import process_table
 from .worker import (
     CHILD_MARKER_ENV,

@@ -10,9 +10,9 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from . import _core
-from ._arguments import check_integer
-from .errors import InvalidArgumentError, ReportValidationError
+from .. import _core
+from .._arguments import check_integer
+from ..errors import InvalidArgumentError, ReportValidationError
 
 __all__ = [
     "DEFAULT_MAX_INPUT_BYTES",
@@ -259,7 +259,7 @@ def format_summary(
     ``effective_rf_stats`` its effective stride and padding (one number when every spatial
     dimension agrees, else one per dimension such as ``7x3``). ``col_names`` chooses the
     analysis table's columns after the layer name, in order, by torchinfo's names or
-    torchscan's (``torchscan.validation.SUMMARY_COLUMNS``), each column once (see
+    torchscan's (``torchscan.reports.validation.SUMMARY_COLUMNS``), each column once (see
     docs/coming-from-torchinfo.md). Raises
     :class:`ReportValidationError` when the report is invalid. Programs should read the JSON,
     never this text.

@@ -1,7 +1,14 @@
-"""TypedDicts mirroring the Rust types of report schema version 1, checked against the schema.
+"""Reports: their types (here), and what is done with a finished report.
 
-Reports are plain JSON-serializable dicts; these types only describe them for type checkers.
-Every number is in SI base units (``s``, ``B``, ``FLOPs``, ...); renderers scale.
+The TypedDicts below mirror the Rust types of report schema version 1 and are checked against
+the schema. Reports are plain JSON-serializable dicts; these types only describe them for type
+checkers. Every number is in SI base units (``s``, ``B``, ``FLOPs``, ...); renderers scale.
+
+The submodules work on finished reports through the compiled core, never on torch: ``metrics``
+(building ``MetricResult`` values), ``validation`` (reading, checking and the text summary),
+``render`` (the HTML page), ``comparison`` (diffs of analyses, comparisons of benchmarks),
+``merge`` (rank reports into a job's report), ``frames`` (pandas tables) and ``notebook`` (the
+notebook view). Their public names are exported by ``torchscan`` itself.
 """
 
 from __future__ import annotations

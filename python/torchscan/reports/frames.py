@@ -12,8 +12,8 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from . import _core
-from .errors import InvalidArgumentError
+from .. import _core
+from ..errors import InvalidArgumentError
 from .validation import ReportInput, report_json
 
 if TYPE_CHECKING:
@@ -416,11 +416,10 @@ def to_frame(report: ReportInput, *, table: Table) -> pandas.DataFrame:
     a mapping, JSON text, or a path to a JSON file, as for :func:`~torchscan.render_report`.
 
     Columns are flat ``snake_case`` names; numbers are the report's own, in SI base units (no
-    scaling, no rounding), listed with their units in ``torchscan.frames.TABLE_COLUMNS`` and in
-    ``frame.attrs["units"]``. A metric that is partial or unavailable is NaN beside its status
-    column, never 0: pandas' ``sum()`` skips NaN, so check the statuses (or pass
-    ``skipna=False``) before adding a column up. ``frame.attrs`` also holds the report's
-    ``kind`` and the ``table``.
+    scaling, no rounding), listed with their units in ``torchscan.reports.frames.TABLE_COLUMNS`` and
+    in ``frame.attrs["units"]``. A metric that is partial or unavailable is NaN beside its status
+    column, never 0: pandas' ``sum()`` skips NaN, so check the statuses (or pass ``skipna=False``)
+    before adding a column up. ``frame.attrs`` also holds the report's ``kind`` and the ``table``.
 
     Raises :class:`ImportError` naming ``pip install "torchscan[pandas]"`` without pandas,
     :class:`~torchscan.InvalidArgumentError` for a ``table`` the report's kind does not have (the

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import cast
 
-from . import _core
-from ._arguments import MAX_BOOTSTRAP_RESAMPLES, check_integer, check_real
-from .errors import ReportComparisonError, ReportValidationError
-from .reports import BenchmarkComparison, ReportDiff
+from .. import _core
+from .._arguments import MAX_BOOTSTRAP_RESAMPLES, check_integer, check_real
+from ..errors import ReportComparisonError, ReportValidationError
+from . import BenchmarkComparison, ReportDiff
 from .validation import ReportInput, report_json
 
 __all__ = [
@@ -34,7 +34,7 @@ def compare_reports(before: ReportInput, after: ReportInput) -> ReportDiff:
 
     ``before`` and ``after`` are each an ``analysis`` report as a mapping (as torchscan's functions
     return it), JSON text (``str`` or UTF-8 ``bytes``) or a file (a path object, or a ``str`` that
-    is not JSON text; see :func:`~torchscan.validation.report_json`).
+    is not JSON text; see :func:`~torchscan.reports.validation.report_json`).
 
     Each model-wide total of the analysis report (parameters, buffers, storage bytes, module
     FLOPs/MACs/DMAs and operator FLOPs) is compared with the weaker status of the two sides, in

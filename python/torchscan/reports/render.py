@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import _core
+from .. import _core
 from .validation import ReportInput, report_json
 
 __all__ = ["render_report"]

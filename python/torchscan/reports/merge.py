@@ -12,9 +12,9 @@ import json
 from collections.abc import Iterable
 from typing import cast
 
-from . import _core
-from .errors import InvalidArgumentError, ReportValidationError
-from .reports import DistributedBenchmarkReport
+from .. import _core
+from ..errors import InvalidArgumentError, ReportValidationError
+from . import DistributedBenchmarkReport
 from .validation import ReportInput, report_json
 
 __all__ = ["merge_rank_reports"]
@@ -25,7 +25,7 @@ def merge_rank_reports(reports: Iterable[ReportInput]) -> DistributedBenchmarkRe
 
     ``reports`` holds one report per rank, in any order, each a mapping (as
     :func:`~torchscan.measure_workload` returns it), JSON text or a file path (see
-    :func:`~torchscan.validation.report_json`). The result keeps every rank's report whole
+    :func:`~torchscan.reports.validation.report_json`). The result keeps every rank's report whole
     (``rank_reports``, by rank) and derives from them: per aligned block the step time (the
     slowest rank's), which rank that was and the spread across ranks; the step time per call
     (median and IQR) and the job's throughput in the declared work units; the straggler (the

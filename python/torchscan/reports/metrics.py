@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .reports import MetricResult
+from . import MetricResult
 
 __all__ = [
     "INTEGRAL_UNITS",
@@ -114,7 +114,7 @@ def metric_result(
     """
     from math import isfinite
 
-    from .errors import InvalidArgumentError
+    from ..errors import InvalidArgumentError
 
     for name, text in (("unit", unit), ("scope", scope), ("method", method)):
         if not isinstance(text, str) or not text.strip():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 import sys
 
-from . import _core
-from ._arguments import check_integer
+from .. import _core
+from .._arguments import check_integer
 from .validation import ReportInput, report_json
 
 __all__ = ["DEFAULT_HEIGHT_PX", "MAX_HEIGHT_PX", "MIN_HEIGHT_PX", "ReportView", "show"]
