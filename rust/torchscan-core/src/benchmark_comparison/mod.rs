@@ -1,7 +1,7 @@
 //! Comparing two benchmark reports: ratios with seeded bootstrap intervals and verdicts that use
 //! both significance and a minimum effect size; deltas withheld when the output check failed.
 //! Two merged distributed jobs (`distributed_benchmark`) are compared the same way, by their job
-//! views ([`job_view`]).
+//! views ([`job_view`](crate::distributed::job_view)).
 
 use std::fmt;
 

@@ -6,8 +6,8 @@
 //! [`merge_rank_reports`] checks that the reports belong to one job (one world, one backend,
 //! every rank once, one workload, one timing budget, the same calls in the same blocks) and
 //! derives every other member of the merged report from them, deterministically; the validator
-//! merges the embedded rank reports again and compares. [`job_view`] reads a merged report as
-//! one `benchmark` of the whole job (latency = step time), which is how
+//! merges the embedded rank reports again and compares. [`job_view`](fn@job_view) reads a merged
+//! report as one `benchmark` of the whole job (latency = step time), which is how
 //! [`benchmark_comparison`](crate::benchmark_comparison) compares two of them.
 
 mod error;
