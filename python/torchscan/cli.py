@@ -1169,7 +1169,8 @@ def _parser() -> argparse.ArgumentParser:
         help="check a candidate against a baseline and time both, interleaved",
         description=(
             "Call a baseline and a candidate (zero-argument callables) once each and check their "
-            "outputs, then time both in interleaved blocks and compare. Example: python -m "
+            "outputs, then time both in interleaved blocks and compare (torchscan-report compare "
+            "compares two saved benchmark reports instead). Example: python -m "
             "torchscan compare base.py:workload fast.py:workload --rtol 1e-5 --atol 1e-6 "
             "--json comparison.json. Exit codes: 0 compared, 1 the output check failed (every "
             "delta withheld; the reports are still written) or a workload raised (its "
@@ -1238,7 +1239,8 @@ def _summary_parser(commands: Any) -> None:
         help="print the layer table of a model given as module:attr or path/to/file.py:attr",
         description=(
             "Analyse one evaluation forward of a model and print its layer table, as "
-            "torchscan.summary does. MODEL names a torch.nn.Module, or a function or class that "
+            "torchscan.summary does (torchscan-report summary prints the summary of a saved "
+            "report instead). MODEL names a torch.nn.Module, or a function or class that "
             "returns one when called with no arguments. Example: python -m torchscan summary "
             "model.py:make_model --input-shape 3,224,224 --json analysis.json. Exit codes: 0 "
             "analysed, 1 the model or its module raised (its traceback is printed) or --strict "

@@ -69,7 +69,7 @@ pub enum Command {
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
     },
-    /// Print the text summary of a report.
+    /// Print the text summary of a saved report (python -m torchscan summary analyses a model).
     #[command(display_name = "torchscan-report", after_help = help::SUMMARY)]
     Summary {
         /// Report file (`-` reads standard input).
@@ -101,7 +101,8 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_name = "OUT")]
         output: Option<PathBuf>,
     },
-    /// Compare two benchmark reports: ratios with bootstrap intervals and a verdict.
+    /// Compare two saved benchmark reports: ratios, intervals, a verdict (python -m torchscan compare
+    /// measures two workloads).
     ///
     /// The same comparison as `torchscan.compare_benchmarks`, with the same defaults. Both reports
     /// must be valid `benchmark` reports, or both merged `distributed_benchmark` reports (compared
