@@ -90,7 +90,7 @@ pub struct Problem {
 impl Problem {
     /// A problem at `path`. Control and bidirectional formatting characters that a path or a
     /// message quotes from the report are written escaped (`\u202e`, see
-    /// [`display_text`](crate::summary::display_text)), so that a problem prints as it reads.
+    /// [`display_text`](crate::format::display_text)), so that a problem prints as it reads.
     pub fn new(path: impl Into<String>, message: impl Into<String>) -> Self {
         Problem {
             path: shown(path.into()),
@@ -106,7 +106,7 @@ impl Problem {
 }
 
 fn shown(text: String) -> String {
-    match crate::summary::display_text(&text) {
+    match crate::format::display_text(&text) {
         std::borrow::Cow::Borrowed(_) => text,
         std::borrow::Cow::Owned(escaped) => escaped,
     }

@@ -6,6 +6,7 @@
 //! one concept differently (a count exact or through `f64`, a metric in display units or in its
 //! own unit), both forms live here under their own names, each saying why it differs.
 
+mod escape;
 mod metrics;
 mod numbers;
 #[cfg(test)]
@@ -13,6 +14,8 @@ mod tests;
 mod values;
 mod words;
 
+pub(crate) use escape::needs_escaping;
+pub use escape::{display_text, is_escaped_for_display};
 pub use metrics::{
     format_metric, known_text, metric_text_in_unit, noise_label, nonblank_reason_suffix,
     page_metric_cell, readable_metric, readable_metric_text, reason_suffix, status_metric_cell,

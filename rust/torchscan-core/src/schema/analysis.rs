@@ -89,7 +89,7 @@ pub struct CallArguments {
     pub args: Vec<ValueMeta>,
     /// Keyword arguments' metadata, by name.
     #[serde(default)]
-    #[serde(deserialize_with = "crate::read::unique_keys")]
+    #[serde(deserialize_with = "crate::schema::unique_keys")]
     pub kwargs: BTreeMap<String, ValueMeta>,
 }
 
@@ -113,7 +113,7 @@ pub struct ModelInputs {
     pub args: Vec<ValueMeta>,
     /// Keyword inputs' metadata, by name.
     #[serde(default)]
-    #[serde(deserialize_with = "crate::read::unique_keys")]
+    #[serde(deserialize_with = "crate::schema::unique_keys")]
     pub kwargs: BTreeMap<String, ValueMeta>,
 }
 

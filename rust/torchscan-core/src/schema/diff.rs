@@ -89,7 +89,7 @@ pub struct LayerChange {
     pub changes: Vec<FieldChange>,
     /// The layer metrics that changed, by name (torchscan 0.2's `metrics`).
     #[serde(default)]
-    #[serde(deserialize_with = "crate::read::unique_keys")]
+    #[serde(deserialize_with = "crate::schema::unique_keys")]
     pub metrics: BTreeMap<String, LayerMetricDelta>,
 }
 
@@ -132,7 +132,7 @@ pub struct ReportDiffReport {
     /// The report after the change.
     pub after: DiffSide,
     /// Model-wide totals, before and after, by the analysis report's total names (sorted).
-    #[serde(deserialize_with = "crate::read::unique_keys")]
+    #[serde(deserialize_with = "crate::schema::unique_keys")]
     pub totals: BTreeMap<String, TotalDelta>,
     /// Layers added, removed and changed.
     pub layers: LayerChanges,

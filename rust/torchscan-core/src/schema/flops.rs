@@ -148,17 +148,17 @@ pub struct OperatorFlops {
     /// FLOPs of each counted operator, by torchscan 0.2's operator name (`aten.addmm`): the
     /// `counted` list in 0.2's `by_operator` layout.
     #[serde(serialize_with = "whole::map")]
-    #[serde(deserialize_with = "crate::read::unique_keys")]
+    #[serde(deserialize_with = "crate::schema::unique_keys")]
     pub by_operator: BTreeMap<String, f64>,
     /// Operator FLOPs known for each module (`known_value`, a lower bound where the module's
     /// entry is partial), by torchscan 0.2's module name (`ResNet.layer1.0`): the `modules`
     /// list in 0.2's `by_module` layout.
     #[serde(serialize_with = "whole::map")]
-    #[serde(deserialize_with = "crate::read::unique_keys")]
+    #[serde(deserialize_with = "crate::schema::unique_keys")]
     pub by_module: BTreeMap<String, f64>,
     /// The operators excluded by convention, by torchscan 0.2's operator name, with their calls
     /// and the reason: the `excluded` list in 0.2's `ignored_operators` layout.
-    #[serde(deserialize_with = "crate::read::unique_keys")]
+    #[serde(deserialize_with = "crate::schema::unique_keys")]
     pub ignored_operators: BTreeMap<String, IgnoredOperator>,
     /// Operator calls that ran on other threads while the workload ran (a thread pool, a
     /// `threading.Thread`), found by watching every thread: never counted in, since another
@@ -264,14 +264,14 @@ pub struct FlopReport {
     pub operator_flops: OperatorFlops,
     /// `operator_flops.by_operator`, repeated at the top where torchscan 0.2's callers read it.
     #[serde(serialize_with = "whole::map")]
-    #[serde(deserialize_with = "crate::read::unique_keys")]
+    #[serde(deserialize_with = "crate::schema::unique_keys")]
     pub by_operator: BTreeMap<String, f64>,
     /// `operator_flops.by_module`, repeated at the top.
     #[serde(serialize_with = "whole::map")]
-    #[serde(deserialize_with = "crate::read::unique_keys")]
+    #[serde(deserialize_with = "crate::schema::unique_keys")]
     pub by_module: BTreeMap<String, f64>,
     /// `operator_flops.ignored_operators`, repeated at the top.
-    #[serde(deserialize_with = "crate::read::unique_keys")]
+    #[serde(deserialize_with = "crate::schema::unique_keys")]
     pub ignored_operators: BTreeMap<String, IgnoredOperator>,
 }
 

@@ -33,6 +33,9 @@ pub mod distributed;
 pub mod flops;
 pub mod output_check;
 pub mod peak_memory;
+mod unique_keys;
+
+pub(crate) use unique_keys::{unique_keys, unique_keys_optional};
 
 use schemars::JsonSchema;
 use serde::Serialize;

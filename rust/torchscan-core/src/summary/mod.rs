@@ -20,6 +20,7 @@ mod distributed;
 mod escape;
 mod output_check;
 
+pub use crate::format::{display_text, is_escaped_for_display};
 /// Kept at this path for callers of `summary::format_metric` and `summary::group_thousands`;
 /// their home is [`crate::format`].
 pub use crate::format::{format_metric, group_thousands};
@@ -28,7 +29,7 @@ pub(crate) use context::{ContextRow, context_rows};
 pub(crate) use distributed::{
     context_differences, first_call_rank, rank_diagnostics, rank_metric_notes,
 };
-pub use escape::{display_text, escaped_report, is_escaped_for_display};
+pub use escape::escaped_report;
 
 use crate::format::{display_path, serde_name};
 use crate::schema::common::Diagnostic;

@@ -39,7 +39,7 @@ pub struct Flags {
     /// The autocast regions active, device type to dtype (`{"cpu": "torch.bfloat16"}`); empty
     /// when none is active, absent in reports that did not record it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[serde(deserialize_with = "crate::read::unique_keys_optional")]
+    #[serde(deserialize_with = "crate::schema::unique_keys_optional")]
     pub autocast: Option<BTreeMap<String, String>>,
 }
 
@@ -92,7 +92,7 @@ pub struct Context {
     pub torch_interop_threads: Option<u64>,
     /// Thread-related environment variables that were set (`OMP_NUM_THREADS`, `MKL_NUM_THREADS`, ...).
     #[serde(default)]
-    #[serde(deserialize_with = "crate::read::unique_keys")]
+    #[serde(deserialize_with = "crate::schema::unique_keys")]
     pub thread_env: BTreeMap<String, String>,
     /// Settings that change numbers.
     #[serde(default)]
