@@ -32,7 +32,7 @@ from ..reports import metrics as _metrics
 from .call_recorder import ModuleCallRecorder, all_named_modules
 from .dispatch_recorder import crawl_counter, shape_elements
 from .inputs import check_model, make_inputs
-from .receptive_fields import module_kind
+from .module_kinds import module_kind
 from .storage import totals_storage
 
 MODES = ("full", "structure")
